@@ -1,0 +1,13 @@
+//! Filecoin adapters for cuzk: turns what Curio sends (registered-proof numbers, C1 JSON,
+//! bincode vanilla proofs) into per-partition circuits built by the storage-proofs crates, plus
+//! the public inputs each partition proof must verify against.
+//!
+//! Nothing in here proves: proving lives in `cuzk-groth16`, orchestration in `cuzk-core`.
+
+pub mod error;
+pub mod registry;
+pub mod params;
+pub mod fixtures;
+
+pub use error::InputError;
+pub use registry::{CircuitId, ProofKind, Registered, SectorSize};

@@ -1,0 +1,25 @@
+//! Groth16 over BLS12-381 for cuzk, one file per protocol phase:
+//!
+//! * [`assignment`] — synthesis target: a, b, c, witness, densities for one partition;
+//! * [`srs`] — reading and validating parameter files;
+//! * [`ntt`], [`msm`] — the CPU primitives;
+//! * [`prover`] — the backend interface and the CPU backend;
+//! * [`proof`], [`verify`] — the proof encoding and the verifier.
+//!
+//! Nothing here knows about Filecoin; a hand-made circuit proves just as well.
+
+pub mod assignment;
+pub mod density;
+pub mod msm;
+pub mod ntt;
+pub mod proof;
+pub mod prover;
+pub mod srs;
+pub mod verify;
+
+pub use assignment::ProvingAssignment;
+pub use blstrs::Scalar as Fr;
+pub use proof::{Proof, PROOF_BYTES};
+pub use prover::{CpuProver, ProveError, ProveTimings, ProverBackend, Randomness};
+pub use srs::{Srs, SrsError, SubgroupCheck, VerifyingKey};
+pub use verify::PreparedVerifyingKey;

@@ -1,0 +1,278 @@
+//! Groth16 parameters (the SRS) in storage-proofs' `.params` / `.vk` format, read from a
+//! memory-mapped file, decoded in parallel and validated while decoding.
+//!
+//! Layout (all points uncompressed, counts u32 big-endian):
+//! verifying key (alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, count + ic[]),
+//! then count + h[], count + l[], count + a[], count + b_g1[], count + b_g2[].
+//! Points at infinity are never stored (the generator drops the A/B query points of variables
+//! that do not occur), so one at infinity means a corrupt file.
+//!
+//! Validation: every length and count is checked against the file size, and every point must
+//! decode and lie on the curve — always. The subgroup check is far dearer (tens of µs a point,
+//! minutes for a 47 GiB file), so it is done once per file and remembered in a sidecar
+//! `<file>.cuzk-checked` that records the file's size and modification time.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use blstrs::{G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use memmap2::Mmap;
+use rayon::prelude::*;
+
+const G1_LEN: usize = 96;
+const G2_LEN: usize = 192;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SrsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: truncated in {section}: needs {needed} more bytes at offset {offset}, file has {len}")]
+    Truncated { path: PathBuf, section: &'static str, offset: usize, needed: usize, len: usize },
+    #[error("{path}: {section}[{index}] is not a valid point: {reason}")]
+    BadPoint { path: PathBuf, section: &'static str, index: usize, reason: &'static str },
+    #[error("{path}: {extra} unexpected bytes after the last section")]
+    TrailingBytes { path: PathBuf, extra: usize },
+    #[error("{path}: inconsistent parameters: {reason}")]
+    Inconsistent { path: PathBuf, reason: String },
+}
+
+/// How much checking a load does beyond structure and on-curve checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubgroupCheck {
+    /// Never check subgroup membership (trusted files, or tests that check it elsewhere).
+    Skip,
+    /// Check every point once per file version; remember success in a sidecar file.
+    Once,
+    /// Check every point on every load.
+    Always,
+}
+
+/// The Groth16 verifying key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerifyingKey {
+    pub alpha_g1: G1Affine,
+    pub beta_g1: G1Affine,
+    pub beta_g2: G2Affine,
+    pub gamma_g2: G2Affine,
+    pub delta_g1: G1Affine,
+    pub delta_g2: G2Affine,
+    /// One point per public input (the first for the constant ONE).
+    pub ic: Vec<G1Affine>,
+}
+
+/// The proving key: the verifying key plus the query vectors.
+pub struct Srs {
+    pub vk: VerifyingKey,
+    /// tau^i * Z(tau) / delta for i < n-1, n the FFT domain size.
+    pub h: Vec<G1Affine>,
+    /// One per aux variable.
+    pub l: Vec<G1Affine>,
+    /// All inputs, then the aux variables that occur in A.
+    pub a: Vec<G1Affine>,
+    /// Inputs then aux variables that occur in B.
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+    /// Where it was read from.
+    pub path: PathBuf,
+}
+
+impl Srs {
+    /// Bytes of memory the decoded points occupy.
+    pub fn resident_bytes(&self) -> u64 {
+        let g1 = std::mem::size_of::<G1Affine>() as u64;
+        let g2 = std::mem::size_of::<G2Affine>() as u64;
+        g1 * (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len() + self.vk.ic.len()) as u64
+            + g2 * self.b_g2.len() as u64
+    }
+
+    /// Read and validate a `.params` file.
+    pub fn load(path: &Path, check: SubgroupCheck) -> Result<Srs, SrsError> {
+        let (mmap, subgroup) = open(path, check)?;
+        let mut r = Reader { path, data: &mmap, offset: 0, subgroup };
+        let vk = r.vk()?;
+        let h = r.g1_section("h")?;
+        let l = r.g1_section("l")?;
+        let a = r.g1_section("a")?;
+        let b_g1 = r.g1_section("b_g1")?;
+        let b_g2 = r.g2_section("b_g2")?;
+        r.finish()?;
+        let inconsistent = |reason: String| SrsError::Inconsistent { path: path.into(), reason };
+        if a.len() < vk.ic.len() {
+            return Err(inconsistent(format!("{} A points but {} public inputs", a.len(), vk.ic.len())));
+        }
+        if b_g1.len() != b_g2.len() {
+            return Err(inconsistent(format!("{} B points in G1 but {} in G2", b_g1.len(), b_g2.len())));
+        }
+        if !(h.len() + 1).is_power_of_two() {
+            return Err(inconsistent(format!("{} H points is not a power of two minus one", h.len())));
+        }
+        remember_checked(path, check);
+        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into() })
+    }
+}
+
+/// Read and validate a `.vk` file.
+pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
+    let (mmap, _) = open(path, SubgroupCheck::Always)?;
+    let mut r = Reader { path, data: &mmap, offset: 0, subgroup: true };
+    let vk = r.vk()?;
+    r.finish()?;
+    Ok(vk)
+}
+
+fn open(path: &Path, check: SubgroupCheck) -> Result<(Mmap, bool), SrsError> {
+    let io = |source| SrsError::Io { path: path.into(), source };
+    let file = File::open(path).map_err(io)?;
+    // SAFETY: the map is read-only and parameter files are never modified in place (they
+    // are written elsewhere and renamed into the directory).
+    let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
+    let subgroup = match check {
+        SubgroupCheck::Skip => false,
+        SubgroupCheck::Always => true,
+        SubgroupCheck::Once => !already_checked(path),
+    };
+    Ok((mmap, subgroup))
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+    data: &'a [u8],
+    offset: usize,
+    subgroup: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, section: &'static str, n: usize) -> Result<&'a [u8], SrsError> {
+        let end = self.offset.checked_add(n).filter(|&e| e <= self.data.len());
+        let Some(end) = end else {
+            return Err(SrsError::Truncated {
+                path: self.path.into(),
+                section,
+                offset: self.offset,
+                needed: n,
+                len: self.data.len(),
+            });
+        };
+        let s = &self.data[self.offset..end];
+        self.offset = end;
+        Ok(s)
+    }
+
+    fn count(&mut self, section: &'static str) -> Result<usize, SrsError> {
+        let b = self.take(section, 4)?;
+        Ok(u32::from_be_bytes(b.try_into().unwrap()) as usize)
+    }
+
+    fn vk(&mut self) -> Result<VerifyingKey, SrsError> {
+        let alpha_g1 = self.g1_one("vk.alpha_g1")?;
+        let beta_g1 = self.g1_one("vk.beta_g1")?;
+        let beta_g2 = self.g2_one("vk.beta_g2")?;
+        let gamma_g2 = self.g2_one("vk.gamma_g2")?;
+        let delta_g1 = self.g1_one("vk.delta_g1")?;
+        let delta_g2 = self.g2_one("vk.delta_g2")?;
+        let ic = self.g1_section("vk.ic")?;
+        Ok(VerifyingKey { alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, ic })
+    }
+
+    fn g1_one(&mut self, section: &'static str) -> Result<G1Affine, SrsError> {
+        let bytes = self.take(section, G1_LEN)?;
+        decode_g1(bytes, true).map_err(|reason| self.bad(section, 0, reason))
+    }
+
+    fn g2_one(&mut self, section: &'static str) -> Result<G2Affine, SrsError> {
+        let bytes = self.take(section, G2_LEN)?;
+        decode_g2(bytes, true).map_err(|reason| self.bad(section, 0, reason))
+    }
+
+    fn g1_section(&mut self, section: &'static str) -> Result<Vec<G1Affine>, SrsError> {
+        let n = self.count(section)?;
+        let bytes = self.take(section, n.saturating_mul(G1_LEN))?;
+        let subgroup = self.subgroup;
+        bytes
+            .par_chunks_exact(G1_LEN)
+            .enumerate()
+            .map(|(i, p)| decode_g1(p, subgroup).map_err(|reason| self.bad(section, i, reason)))
+            .collect()
+    }
+
+    fn g2_section(&mut self, section: &'static str) -> Result<Vec<G2Affine>, SrsError> {
+        let n = self.count(section)?;
+        let bytes = self.take(section, n.saturating_mul(G2_LEN))?;
+        let subgroup = self.subgroup;
+        bytes
+            .par_chunks_exact(G2_LEN)
+            .enumerate()
+            .map(|(i, p)| decode_g2(p, subgroup).map_err(|reason| self.bad(section, i, reason)))
+            .collect()
+    }
+
+    fn bad(&self, section: &'static str, index: usize, reason: &'static str) -> SrsError {
+        SrsError::BadPoint { path: self.path.into(), section, index, reason }
+    }
+
+    fn finish(&self) -> Result<(), SrsError> {
+        match self.data.len() - self.offset {
+            0 => Ok(()),
+            extra => Err(SrsError::TrailingBytes { path: self.path.into(), extra }),
+        }
+    }
+}
+
+fn decode_g1(bytes: &[u8], subgroup: bool) -> Result<G1Affine, &'static str> {
+    // blst's deserialisation rejects coordinates out of range and points off the curve.
+    let p: G1Affine = Option::from(G1Affine::from_uncompressed_unchecked(bytes.try_into().unwrap()))
+        .ok_or("not a point on the curve")?;
+    if bool::from(p.is_identity()) {
+        return Err("point at infinity");
+    }
+    if subgroup && !bool::from(p.is_torsion_free()) {
+        return Err("not in the prime-order subgroup");
+    }
+    Ok(p)
+}
+
+fn decode_g2(bytes: &[u8], subgroup: bool) -> Result<G2Affine, &'static str> {
+    let p: G2Affine = Option::from(G2Affine::from_uncompressed_unchecked(bytes.try_into().unwrap()))
+        .ok_or("not a point on the curve")?;
+    if bool::from(p.is_identity()) {
+        return Err("point at infinity");
+    }
+    if subgroup && !bool::from(p.is_torsion_free()) {
+        return Err("not in the prime-order subgroup");
+    }
+    Ok(p)
+}
+
+fn sidecar(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".cuzk-checked");
+    PathBuf::from(s)
+}
+
+/// `size mtime_ns` of the file, the identity the sidecar records.
+fn file_stamp(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
+    Some(format!("{} {}", meta.len(), mtime))
+}
+
+fn already_checked(path: &Path) -> bool {
+    match (std::fs::read_to_string(sidecar(path)), file_stamp(path)) {
+        (Ok(recorded), Some(now)) => recorded.trim() == now,
+        _ => false,
+    }
+}
+
+fn remember_checked(path: &Path, check: SubgroupCheck) {
+    if check == SubgroupCheck::Skip {
+        return;
+    }
+    if let Some(stamp) = file_stamp(path) {
+        // Best effort: a read-only parameter directory just means checking again next time.
+        if let Err(e) = std::fs::write(sidecar(path), stamp) {
+            tracing::warn!(path = %path.display(), error = %e, "could not record subgroup check");
+        }
+    }
+}
