@@ -4,10 +4,14 @@
 //!
 //! Nothing in here proves: proving lives in `cuzk-groth16`, orchestration in `cuzk-core`.
 
+pub mod circuits;
 pub mod error;
 pub mod registry;
 pub mod params;
+pub mod request;
 pub mod fixtures;
 
 pub use error::InputError;
+pub use circuits::{prepare, Partition, PartitionCircuit, PreparedProof};
 pub use registry::{CircuitId, ProofKind, Registered, SectorSize};
+pub use request::ProofRequest;

@@ -1,0 +1,241 @@
+//! The one typed configuration of cuzk. Parsed from TOML (unknown keys are errors), then
+//! the few environment overrides are applied here and nowhere else:
+//! `FIL_PROOFS_PARAMETER_CACHE` (parameter directory, the variable filecoin-proofs uses) and
+//! `CUZK_DISABLE_PCE=1`.
+
+use std::path::{Path, PathBuf};
+
+use cuzk_groth16::SubgroupCheck;
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_PARAM_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub daemon: DaemonConfig,
+    pub srs: SrsConfig,
+    pub pipeline: PipelineConfig,
+    pub memory: MemoryConfig,
+    pub pce: PceConfig,
+    pub gpus: GpuConfig,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// `unix:///path/to.sock` or `host:port`.
+    pub listen: String,
+    /// Address for HTTP `/metrics` and `/status`; empty disables it.
+    pub http_listen: String,
+    pub log_level: String,
+    /// On SIGTERM, how long running partitions may take to finish before they are cancelled.
+    pub shutdown_grace_secs: u64,
+    /// How long finished jobs stay queryable (AwaitProof, duplicate request ids).
+    pub job_retention_secs: u64,
+    /// Largest gRPC message accepted or sent.
+    pub max_message_bytes: usize,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            listen: "unix:///run/cuzk/cuzk.sock".into(),
+            http_listen: String::new(),
+            log_level: "info".into(),
+            shutdown_grace_secs: 30,
+            job_retention_secs: 600,
+            max_message_bytes: 256 << 20,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrsConfig {
+    /// Directory of `.params` / `.vk` files (filecoin-proofs' layout and names).
+    pub param_dir: PathBuf,
+    /// Subgroup checks of parameter points: "skip", "once" (remembered per file), "always".
+    pub subgroup_check: SubgroupCheckSetting,
+    /// Circuit ids to load at start (e.g. "porep-32g").
+    pub preload: Vec<String>,
+}
+
+impl Default for SrsConfig {
+    fn default() -> Self {
+        SrsConfig { param_dir: DEFAULT_PARAM_DIR.into(), subgroup_check: SubgroupCheckSetting::Once, preload: vec![] }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SubgroupCheckSetting {
+    Skip,
+    Once,
+    Always,
+}
+
+impl From<SubgroupCheckSetting> for SubgroupCheck {
+    fn from(s: SubgroupCheckSetting) -> Self {
+        match s {
+            SubgroupCheckSetting::Skip => SubgroupCheck::Skip,
+            SubgroupCheckSetting::Once => SubgroupCheck::Once,
+            SubgroupCheckSetting::Always => SubgroupCheck::Always,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    /// Partitions synthesized at once (each holds its a/b/c and witness in memory).
+    pub synthesis_workers: usize,
+    /// Partitions proved at once per prover backend instance (CPU backend: one is best).
+    pub prover_workers: usize,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig { synthesis_workers: 1, prover_workers: 1 }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// Bytes of host memory working sets may take (SRS excluded); 0 = 80 % of physical
+    /// memory at start.
+    pub budget_bytes: u64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PceConfig {
+    /// Use pre-compiled constraint evaluation when a circuit's matrices are available.
+    pub enabled: bool,
+    /// Where extracted matrices are cached; empty = `<param_dir>/pce`.
+    pub cache_dir: PathBuf,
+}
+
+impl Default for PceConfig {
+    fn default() -> Self {
+        PceConfig { enabled: true, cache_dir: PathBuf::new() }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpuConfig {
+    /// Prover backend: "cpu", "cuda", or "auto" (CUDA when built in and a device exists).
+    pub backend: String,
+    /// Device ordinals to use; empty = all visible devices.
+    pub devices: Vec<u32>,
+    pub workers_per_device: usize,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig { backend: "auto".into(), devices: vec![], workers_per_device: 2 }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Parse TOML text.
+    pub fn from_toml(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse { path: origin.into(), message: e.to_string() })
+    }
+
+    /// Load `path`; a missing file yields the defaults (the caller logs that).
+    pub fn load(path: &Path) -> Result<(Config, bool), ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok((Self::from_toml(&text, path)?, true)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Config::default(), false)),
+            Err(source) => Err(ConfigError::Read { path: path.into(), source }),
+        }
+    }
+
+    /// Apply the environment overrides (see module docs). `env` is injected for testing.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+        if self.srs.param_dir == Path::new(DEFAULT_PARAM_DIR) {
+            if let Some(dir) = env("FIL_PROOFS_PARAMETER_CACHE").filter(|d| !d.is_empty()) {
+                self.srs.param_dir = dir.into();
+            }
+        }
+        if env("CUZK_DISABLE_PCE").is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")) {
+            self.pce.enabled = false;
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.pipeline.synthesis_workers == 0 || self.pipeline.prover_workers == 0 {
+            return Err(ConfigError::Invalid("pipeline worker counts must be at least 1".into()));
+        }
+        if !["cpu", "cuda", "auto"].contains(&self.gpus.backend.as_str()) {
+            return Err(ConfigError::Invalid(format!("gpus.backend must be cpu, cuda or auto, not {:?}", self.gpus.backend)));
+        }
+        for id in &self.srs.preload {
+            cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.preload: {e}")))?;
+        }
+        Ok(())
+    }
+
+    pub fn pce_cache_dir(&self) -> PathBuf {
+        if self.pce.cache_dir.as_os_str().is_empty() {
+            self.srs.param_dir.join("pce")
+        } else {
+            self.pce.cache_dir.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let err = Config::from_toml("[srs]\nparam_dri = \"/x\"\n", Path::new("t.toml")).unwrap_err();
+        assert!(err.to_string().contains("param_dri"), "{err}");
+        let err = Config::from_toml("[nonsense]\n", Path::new("t.toml")).unwrap_err();
+        assert!(err.to_string().contains("nonsense"), "{err}");
+    }
+
+    #[test]
+    fn partial_files_keep_defaults_and_env_overrides_apply_once() {
+        let mut c = Config::from_toml("[pipeline]\nsynthesis_workers = 3\n", Path::new("t.toml")).unwrap();
+        assert_eq!(c.pipeline.synthesis_workers, 3);
+        assert_eq!(c.srs.subgroup_check, SubgroupCheckSetting::Once);
+        c.apply_env(|k| match k {
+            "FIL_PROOFS_PARAMETER_CACHE" => Some("/p".into()),
+            "CUZK_DISABLE_PCE" => Some("1".into()),
+            _ => None,
+        });
+        assert_eq!(c.srs.param_dir, Path::new("/p"));
+        assert!(!c.pce.enabled);
+        assert_eq!(c.pce_cache_dir(), Path::new("/p/pce"));
+        c.validate().unwrap();
+        // An explicitly configured directory wins over the environment.
+        let mut d = Config::from_toml("[srs]\nparam_dir = \"/mine\"\n", Path::new("t.toml")).unwrap();
+        d.apply_env(|_| Some("/p".into()));
+        assert_eq!(d.srs.param_dir, Path::new("/mine"));
+    }
+
+    #[test]
+    fn invalid_values_are_reported() {
+        let c = Config::from_toml("[gpus]\nbackend = \"opencl\"\n", Path::new("t.toml")).unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("opencl"));
+        let c = Config::from_toml("[srs]\npreload = [\"porep-3g\"]\n", Path::new("t.toml")).unwrap();
+        assert!(c.validate().is_err());
+        assert!(Config::from_toml("[srs]\nsubgroup_check = \"sometimes\"\n", Path::new("t.toml")).is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! The in-process engine: proves one request start to finish on the calling thread(s),
+//! overlapping the synthesis of partition k+1 with the proving of partition k. This is what
+//! `cuzk-bench demo` and the end-to-end tests drive; the daemon schedules the same stages
+//! across jobs.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
+use cuzk_groth16::{CpuProver, ProverBackend};
+
+use crate::config::Config;
+use crate::error::EngineError;
+use crate::pipeline::{self, ProvedPartition};
+use crate::srs_cache::SrsCache;
+
+/// Timings of one proof, in the shape `AwaitProofResponse` reports them.
+#[derive(Clone, Debug, Default)]
+pub struct ProofTimings {
+    pub srs_load: Duration,
+    /// Sum over partitions.
+    pub synthesis: Duration,
+    /// Sum over partitions of the prover backend's time.
+    pub prove: Duration,
+    pub verify: Duration,
+    pub total: Duration,
+}
+
+pub struct ProofOutput {
+    pub circuit: CircuitId,
+    /// Concatenated 192-byte partition proofs, in partition order.
+    pub proof: Vec<u8>,
+    pub partitions: usize,
+    pub timings: ProofTimings,
+}
+
+pub struct Engine {
+    pub config: Config,
+    pub srs: Arc<SrsCache>,
+    backend: Arc<dyn ProverBackend>,
+}
+
+impl Engine {
+    pub fn new(config: Config) -> Result<Engine, EngineError> {
+        config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
+        let srs = Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into()));
+        Ok(Engine { config, srs, backend: Arc::new(CpuProver) })
+    }
+
+    pub fn backend(&self) -> &dyn ProverBackend {
+        &*self.backend
+    }
+
+    /// Prove `req` and verify the result. Blocking; uses the global rayon pool.
+    pub fn prove(&self, req: &ProofRequest) -> Result<ProofOutput, EngineError> {
+        let start = Instant::now();
+        let prepared = prepare(req)?;
+        let total = prepared.partitions.len();
+        let srs_start = Instant::now();
+        let (srs, loaded_now) = self.srs.get(prepared.circuit_id)?;
+        let srs_load = if loaded_now { srs_start.elapsed() } else { Duration::ZERO };
+
+        // Synthesis runs one partition ahead of proving.
+        let (tx, rx) = mpsc::sync_channel(1);
+        let proved: Result<Vec<ProvedPartition>, EngineError> = std::thread::scope(|scope| {
+            let partitions = prepared.partitions;
+            scope.spawn(move || {
+                for p in partitions {
+                    let r = pipeline::synthesize(p);
+                    let stop = r.is_err();
+                    if tx.send(r).is_err() || stop {
+                        break;
+                    }
+                }
+            });
+            rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?)).collect()
+        });
+        let proved = proved?;
+        let synthesis = proved.iter().map(|p| p.synthesis_time).sum();
+        let prove = proved.iter().map(|p| p.prove_timings.total).sum();
+        let verify_start = Instant::now();
+        let proof = pipeline::verify_and_assemble(&srs, proved, total)?;
+        let verify = verify_start.elapsed();
+        Ok(ProofOutput {
+            circuit: prepared.circuit_id,
+            proof,
+            partitions: total,
+            timings: ProofTimings { srs_load, synthesis, prove, verify, total: start.elapsed() },
+        })
+    }
+}

@@ -1,0 +1,15 @@
+//! cuzk's engine core: the typed configuration, resident parameters, the per-partition
+//! pipeline stages, the in-process engine that runs one proof through them, and the
+//! daemon's scheduler that runs many at once.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod metrics;
+pub mod pipeline;
+pub mod scheduler;
+pub mod srs_cache;
+
+pub use config::Config;
+pub use engine::{Engine, ProofOutput, ProofTimings};
+pub use error::EngineError;

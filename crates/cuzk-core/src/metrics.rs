@@ -1,0 +1,76 @@
+//! Prometheus metrics. Counters are bumped where the event happens (job finished, partition
+//! proved), gauges are refreshed from the scheduler's real state when scraped — so a scrape
+//! never reports a number the scheduler does not hold.
+
+use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+
+pub struct Metrics {
+    registry: Registry,
+    pub completed: IntCounterVec,
+    pub failed: IntCounterVec,
+    pub cancelled: IntCounterVec,
+    pub proof_seconds: HistogramVec,
+    pub synthesis_seconds: HistogramVec,
+    pub prove_seconds: HistogramVec,
+    pub queue_pending: IntGaugeVec,
+    pub queue_running: IntGaugeVec,
+    pub partitions_in_flight: IntGauge,
+    pub srs_resident_bytes: IntGauge,
+    pub memory_used_bytes: IntGauge,
+    pub memory_limit_bytes: IntGauge,
+}
+
+fn counter(r: &Registry, name: &str, help: &str) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), &["kind"]).expect("valid metric");
+    r.register(Box::new(c.clone())).expect("unique metric");
+    c
+}
+
+fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> HistogramVec {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), &["kind"]).expect("valid metric");
+    r.register(Box::new(h.clone())).expect("unique metric");
+    h
+}
+
+fn gauge_vec(r: &Registry, name: &str, help: &str) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), &["kind"]).expect("valid metric");
+    r.register(Box::new(g.clone())).expect("unique metric");
+    g
+}
+
+fn gauge(r: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("valid metric");
+    r.register(Box::new(g.clone())).expect("unique metric");
+    g
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let r = Registry::new();
+        let secs = vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
+        Metrics {
+            completed: counter(&r, "cuzk_proofs_completed_total", "Proofs completed and verified, by kind"),
+            failed: counter(&r, "cuzk_proofs_failed_total", "Proofs failed, by kind"),
+            cancelled: counter(&r, "cuzk_proofs_cancelled_total", "Proofs cancelled, by kind"),
+            proof_seconds: histogram(&r, "cuzk_proof_duration_seconds", "Submit-to-result time of completed proofs", secs.clone()),
+            synthesis_seconds: histogram(&r, "cuzk_partition_synthesis_seconds", "Synthesis time per partition", secs.clone()),
+            prove_seconds: histogram(&r, "cuzk_partition_prove_seconds", "Prover backend time per partition", secs),
+            queue_pending: gauge_vec(&r, "cuzk_queue_pending_jobs", "Jobs waiting for their first partition to start"),
+            queue_running: gauge_vec(&r, "cuzk_queue_running_jobs", "Jobs with partitions in progress"),
+            partitions_in_flight: gauge(&r, "cuzk_partitions_in_flight", "Partitions synthesized or being proved now"),
+            srs_resident_bytes: gauge(&r, "cuzk_srs_resident_bytes", "Bytes of Groth16 parameters resident in memory"),
+            memory_used_bytes: gauge(&r, "cuzk_memory_budget_used_bytes", "Working-set bytes reserved by partitions"),
+            memory_limit_bytes: gauge(&r, "cuzk_memory_budget_limit_bytes", "Working-set memory budget"),
+            registry: r,
+        }
+    }
+}
+
+impl Metrics {
+    /// Prometheus text exposition format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut buf).expect("encoding metrics to memory");
+        String::from_utf8(buf).expect("prometheus text is UTF-8")
+    }
+}

@@ -1,0 +1,79 @@
+//! The stages one partition goes through — synthesize, prove, verify — and the assembly of a
+//! job's partition proofs into the bytes filecoin-proofs would return. The in-process engine
+//! and the daemon's scheduler both run proofs through these functions; only the scheduling
+//! around them differs.
+
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::Partition;
+use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness};
+
+use crate::error::EngineError;
+use crate::srs_cache::LoadedSrs;
+
+/// A partition after synthesis: the prover's input.
+pub struct SynthesizedPartition {
+    pub index: usize,
+    pub assignment: ProvingAssignment,
+    pub public_inputs: Vec<Fr>,
+    pub synthesis_time: Duration,
+}
+
+impl SynthesizedPartition {
+    /// Approximate heap bytes held (a, b, c and the witness dominate).
+    pub fn heap_bytes(&self) -> u64 {
+        let w = &self.assignment;
+        (32 * (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len())) as u64
+    }
+}
+
+/// A partition's proof before verification.
+pub struct ProvedPartition {
+    pub index: usize,
+    pub proof: Proof,
+    pub public_inputs: Vec<Fr>,
+    pub synthesis_time: Duration,
+    pub prove_timings: ProveTimings,
+}
+
+/// Run the circuit into a proving assignment and check that the public inputs it allocated
+/// are the ones the request implies. A mismatch means the inputs are inconsistent, and it is
+/// caught here, before any proving time is spent on a proof that cannot verify.
+pub fn synthesize(partition: Partition) -> Result<SynthesizedPartition, EngineError> {
+    let start = Instant::now();
+    let Partition { index, circuit, public_inputs } = partition;
+    let assignment = circuit
+        .synthesize()
+        .map_err(|e| EngineError::Synthesis { partition: index, message: e.to_string() })?;
+    if assignment.input_assignment.get(1..) != Some(&public_inputs[..]) {
+        return Err(EngineError::PublicInputMismatch { partition: index });
+    }
+    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed() })
+}
+
+/// Prove one synthesized partition with fresh randomness.
+pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition) -> Result<ProvedPartition, EngineError> {
+    let SynthesizedPartition { index, assignment, public_inputs, synthesis_time } = s;
+    let rs = Randomness::random(&mut rand::rngs::OsRng);
+    let (proof, prove_timings) =
+        backend.prove(&srs.srs, assignment, rs).map_err(|source| EngineError::Prove { partition: index, source })?;
+    Ok(ProvedPartition { index, proof, public_inputs, synthesis_time, prove_timings })
+}
+
+/// Verify every partition proof and concatenate them in partition order. Any invalid
+/// partition fails the whole job with the list of valid ones.
+pub fn verify_and_assemble(srs: &LoadedSrs, mut proved: Vec<ProvedPartition>, total: usize) -> Result<Vec<u8>, EngineError> {
+    proved.sort_by_key(|p| p.index);
+    if proved.len() != total || proved.iter().enumerate().any(|(i, p)| p.index != i) {
+        return Err(EngineError::Internal(format!("assembling {} of {total} partitions", proved.len())));
+    }
+    let checks: Vec<bool> = proved
+        .iter()
+        .map(|p| srs.pvk.verify(&p.proof, &p.public_inputs).map_err(|e| EngineError::Internal(e.to_string())))
+        .collect::<Result<_, _>>()?;
+    if checks.iter().any(|ok| !ok) {
+        let valid = checks.iter().enumerate().filter(|(_, ok)| **ok).map(|(i, _)| i).collect();
+        return Err(EngineError::InvalidProof { valid, total });
+    }
+    Ok(proved.iter().flat_map(|p| p.proof.to_bytes()).collect())
+}

@@ -1,0 +1,390 @@
+//! The daemon's scheduler: jobs in, verified proofs out, many jobs at once.
+//!
+//! A job is split into partitions at submit time (bad input is rejected right there). Its
+//! partitions enter a priority queue; synthesis workers take the best one as soon as the
+//! memory budget allows, and hand the result to a second priority queue that prover workers
+//! drain. Partitions of different jobs overlap freely; a job completes when its last
+//! partition is proved, and is verified and assembled then. Finished jobs stay queryable for
+//! a retention window. All blocking work runs on the scheduler's own threads; the async side
+//! only waits on watch channels.
+
+mod job;
+mod memory;
+mod queue;
+mod workers;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::{prepare, CircuitId, InputError, ProofKind, ProofRequest};
+use cuzk_groth16::{CpuProver, ProverBackend};
+use parking_lot::Mutex;
+
+pub use job::{Job, JobResult, JobTimings, Phase, Priority};
+pub use memory::{working_set_bytes, MemoryBudget};
+use queue::{WorkKey, WorkQueue};
+use workers::{ReadyWork, Work};
+
+use crate::config::Config;
+use crate::error::EngineError;
+use crate::metrics::Metrics;
+use crate::srs_cache::{EvictOutcome, ResidentSrs, SrsCache};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("{0}")]
+    ResourceExhausted(String),
+    #[error("request_id {request_id:?} is already used by job {job_id} for a {existing} proof, not {requested}")]
+    RequestIdConflict { request_id: String, job_id: String, existing: ProofKind, requested: ProofKind },
+    #[error("the daemon is shutting down and accepts no new work")]
+    ShuttingDown,
+}
+
+pub struct SubmitOutcome {
+    pub job_id: String,
+    /// Partitions of other jobs ahead of this job's first partition.
+    pub queue_position: u32,
+    /// True when `request_id` matched a job that already existed (idempotent resubmit).
+    pub existing: bool,
+}
+
+pub enum AwaitOutcome {
+    Done(JobResult),
+    TimedOut,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("unknown job {0:?} (never submitted, or finished longer ago than the retention window)")]
+pub struct UnknownJob(pub String);
+
+#[derive(Clone, Debug, Default)]
+pub struct KindQueue {
+    pub pending: u32,
+    pub in_progress: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct StatusSnapshot {
+    pub queues: Vec<(ProofKind, KindQueue)>,
+    pub resident_srs: Vec<ResidentSrs>,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub uptime: Duration,
+    pub memory_used: u64,
+    pub memory_limit: u64,
+    pub partitions_in_flight: u64,
+    pub synthesis_workers: usize,
+    pub prover_workers: usize,
+    pub backend: String,
+}
+
+pub(crate) struct Shared {
+    pub config: Config,
+    pub srs: Arc<SrsCache>,
+    pub backend: Arc<dyn ProverBackend>,
+    pub memory: Arc<MemoryBudget>,
+    pub metrics: Metrics,
+    pub pending: WorkQueue<Work>,
+    pub ready: WorkQueue<ReadyWork>,
+    pub jobs: Mutex<HashMap<String, Arc<Job>>>,
+    pub by_request_id: Mutex<HashMap<String, String>>,
+    pub accepting: AtomicBool,
+    pub in_flight: AtomicU64,
+    pub totals: [AtomicU64; 3],
+    pub next_seq: AtomicU64,
+    pub started: Instant,
+}
+
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Scheduler {
+    /// Start the worker threads. `backend` defaults to the CPU prover.
+    pub fn start(config: Config, backend: Option<Arc<dyn ProverBackend>>) -> Result<Arc<Scheduler>, EngineError> {
+        config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
+        let limit = match config.memory.budget_bytes {
+            0 => MemoryBudget::default_limit(),
+            b => b,
+        };
+        let shared = Arc::new(Shared {
+            srs: Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into())),
+            backend: backend.unwrap_or_else(|| Arc::new(CpuProver)),
+            memory: MemoryBudget::new(limit),
+            metrics: Metrics::default(),
+            pending: WorkQueue::default(),
+            ready: WorkQueue::default(),
+            jobs: Mutex::default(),
+            by_request_id: Mutex::default(),
+            accepting: AtomicBool::new(true),
+            in_flight: AtomicU64::new(0),
+            totals: Default::default(),
+            next_seq: AtomicU64::new(1),
+            started: Instant::now(),
+            config,
+        });
+        let mut threads = Vec::new();
+        for i in 0..shared.config.pipeline.synthesis_workers {
+            let s = shared.clone();
+            threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s)));
+        }
+        for i in 0..shared.config.pipeline.prover_workers {
+            let s = shared.clone();
+            threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s)));
+        }
+        Ok(Arc::new(Scheduler { shared, threads: Mutex::new(threads) }))
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    pub fn srs(&self) -> &Arc<SrsCache> {
+        &self.shared.srs
+    }
+
+    /// Validate, split and enqueue a request. Blocking (decodes the payload and builds the
+    /// circuits): call it off the async executor.
+    pub fn submit(&self, request_id: &str, priority: Option<Priority>, req: ProofRequest) -> Result<SubmitOutcome, SubmitError> {
+        let sh = &self.shared;
+        if !sh.accepting.load(Ordering::SeqCst) {
+            return Err(SubmitError::ShuttingDown);
+        }
+        if let Some(existing) = self.existing(request_id, req.kind)? {
+            return Ok(existing);
+        }
+        let prepared = prepare(&req)?;
+        let circuit = prepared.circuit_id;
+        if !sh.memory.fits(circuit) {
+            return Err(SubmitError::ResourceExhausted(format!(
+                "one {circuit} partition needs about {} MiB of working memory but the budget is {} MiB (memory.budget_bytes)",
+                sh.memory.estimate(circuit) >> 20,
+                sh.memory.limit() >> 20
+            )));
+        }
+        let kind = prepared.registered.kind();
+        let priority = priority.unwrap_or_else(|| Priority::default_for(kind));
+        let seq = sh.next_seq.fetch_add(1, Ordering::SeqCst);
+        let job_id = format!("{}-{}-{:08x}", kind.name(), seq, rand::random::<u32>());
+        let job = Arc::new(Job::new(
+            job_id.clone(),
+            request_id.to_string(),
+            kind,
+            circuit,
+            priority,
+            seq,
+            prepared.partitions.len(),
+        ));
+        // Register under the request id atomically with the check, so two concurrent
+        // submits of one id cannot both create jobs.
+        {
+            let mut ids = sh.by_request_id.lock();
+            if !request_id.is_empty() {
+                if let Some(other) = ids.get(request_id).cloned() {
+                    // Submitted concurrently under the same id while we were decoding: the
+                    // first one wins and this submit returns it.
+                    return Ok(SubmitOutcome { job_id: other, queue_position: 0, existing: true });
+                }
+                ids.insert(request_id.to_string(), job_id.clone());
+            }
+            sh.jobs.lock().insert(job_id.clone(), job.clone());
+        }
+        let queue_position = sh.pending.ahead_of(WorkKey::new(priority, seq, 0)) as u32;
+        for partition in prepared.partitions {
+            let key = WorkKey::new(priority, seq, partition.index);
+            sh.pending.push(key, Work { job: job.clone(), partition });
+        }
+        tracing::info!(job = %job_id, %circuit, ?priority, partitions = job.partitions, "job queued");
+        Ok(SubmitOutcome { job_id, queue_position, existing: false })
+    }
+
+    fn existing(&self, request_id: &str, kind: Option<ProofKind>) -> Result<Option<SubmitOutcome>, SubmitError> {
+        if request_id.is_empty() {
+            return Ok(None);
+        }
+        let Some(job_id) = self.shared.by_request_id.lock().get(request_id).cloned() else { return Ok(None) };
+        let Some(job) = self.job(&job_id) else { return Ok(None) };
+        if let Some(kind) = kind.filter(|k| *k != job.kind) {
+            return Err(SubmitError::RequestIdConflict {
+                request_id: request_id.into(),
+                job_id,
+                existing: job.kind,
+                requested: kind,
+            });
+        }
+        Ok(Some(SubmitOutcome { job_id, queue_position: 0, existing: true }))
+    }
+
+    pub fn job(&self, job_id: &str) -> Option<Arc<Job>> {
+        self.shared.jobs.lock().get(job_id).cloned()
+    }
+
+    /// Wait for a job to end, up to `timeout` (None = forever). The job keeps running after
+    /// a timeout.
+    pub async fn await_job(&self, job_id: &str, timeout: Option<Duration>) -> Result<AwaitOutcome, UnknownJob> {
+        let job = self.job(job_id).ok_or_else(|| UnknownJob(job_id.into()))?;
+        let mut rx = job.subscribe();
+        let wait = rx.wait_for(|p| p.is_terminal());
+        let finished = match timeout {
+            None => wait.await.is_ok(),
+            Some(t) => matches!(tokio::time::timeout(t, wait).await, Ok(Ok(_))),
+        };
+        match (finished, job.result()) {
+            (true, Some(r)) => Ok(AwaitOutcome::Done(r)),
+            _ => Ok(AwaitOutcome::TimedOut),
+        }
+    }
+
+    /// Cancel a job: queued partitions are dropped at once, a running job stops at its next
+    /// partition boundary and its memory is released. Returns whether it was running.
+    pub fn cancel(&self, job_id: &str) -> Result<bool, UnknownJob> {
+        let job = self.job(job_id).ok_or_else(|| UnknownJob(job_id.into()))?;
+        let was_running = job.phase() == Phase::Running;
+        if job.finish(Phase::Cancelled, Vec::new(), Some("cancelled by request".into())) {
+            self.shared.drop_queued(&job);
+            self.shared.count_end(&job, Phase::Cancelled);
+            tracing::info!(job = %job_id, was_running, "job cancelled");
+        }
+        Ok(was_running)
+    }
+
+    /// Load a circuit's parameters now. Returns (already_loaded, load time). Blocking.
+    pub fn preload(&self, circuit: &str) -> Result<(bool, Duration), EngineError> {
+        let id = CircuitId::parse(circuit)?;
+        let start = Instant::now();
+        let (_, loaded_now) = self.shared.srs.get(id)?;
+        Ok((!loaded_now, if loaded_now { start.elapsed() } else { Duration::ZERO }))
+    }
+
+    pub fn evict(&self, circuit: &str) -> Result<EvictOutcome, EngineError> {
+        let id = CircuitId::parse(circuit)?;
+        Ok(self.shared.srs.evict(id))
+    }
+
+    pub fn status(&self) -> StatusSnapshot {
+        let sh = &self.shared;
+        let jobs: Vec<Arc<Job>> = sh.jobs.lock().values().cloned().collect();
+        let queues = ProofKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let mut q = KindQueue::default();
+                for j in jobs.iter().filter(|j| j.kind == kind) {
+                    match j.phase() {
+                        Phase::Queued => q.pending += 1,
+                        Phase::Running => q.in_progress += 1,
+                        _ => {}
+                    }
+                }
+                (kind, q)
+            })
+            .collect();
+        StatusSnapshot {
+            queues,
+            resident_srs: sh.srs.resident(),
+            completed: sh.totals[0].load(Ordering::Relaxed),
+            failed: sh.totals[1].load(Ordering::Relaxed),
+            cancelled: sh.totals[2].load(Ordering::Relaxed),
+            uptime: sh.started.elapsed(),
+            memory_used: sh.memory.used(),
+            memory_limit: sh.memory.limit(),
+            partitions_in_flight: sh.in_flight.load(Ordering::Relaxed),
+            synthesis_workers: sh.config.pipeline.synthesis_workers,
+            prover_workers: sh.config.pipeline.prover_workers,
+            backend: sh.backend.name(),
+        }
+    }
+
+    /// Prometheus text, with gauges refreshed from the current state.
+    pub fn metrics_text(&self) -> String {
+        let st = self.status();
+        let m = &self.shared.metrics;
+        for (kind, q) in &st.queues {
+            m.queue_pending.with_label_values(&[kind.name()]).set(q.pending as i64);
+            m.queue_running.with_label_values(&[kind.name()]).set(q.in_progress as i64);
+        }
+        m.partitions_in_flight.set(st.partitions_in_flight as i64);
+        m.srs_resident_bytes.set(st.resident_srs.iter().map(|r| r.bytes).sum::<u64>() as i64);
+        m.memory_used_bytes.set(st.memory_used as i64);
+        m.memory_limit_bytes.set(st.memory_limit as i64);
+        m.render()
+    }
+
+    /// Forget terminal jobs that ended more than the retention window ago.
+    pub fn prune(&self) -> usize {
+        let retention = Duration::from_secs(self.shared.config.daemon.job_retention_secs);
+        let sh = &self.shared;
+        let mut jobs = sh.jobs.lock();
+        let old: Vec<String> = jobs
+            .values()
+            .filter(|j| j.progress.lock().finished.is_some_and(|f| f.elapsed() > retention))
+            .map(|j| j.id.clone())
+            .collect();
+        let mut ids = sh.by_request_id.lock();
+        for id in &old {
+            if let Some(j) = jobs.remove(id) {
+                if ids.get(&j.request_id) == Some(id) {
+                    ids.remove(&j.request_id);
+                }
+            }
+        }
+        old.len()
+    }
+
+    /// Stop accepting work; give running jobs up to `grace` to finish, then cancel whatever
+    /// is left (queued jobs at once) with a clear message, and stop the workers.
+    pub fn shutdown(&self, grace: Duration) {
+        let sh = &self.shared;
+        sh.accepting.store(false, Ordering::SeqCst);
+        let all: Vec<Arc<Job>> = sh.jobs.lock().values().cloned().collect();
+        for j in all.iter().filter(|j| j.phase() == Phase::Queued) {
+            if j.finish(Phase::Cancelled, vec![], Some("daemon shutting down before the job started".into())) {
+                sh.drop_queued(j);
+                sh.count_end(j, Phase::Cancelled);
+            }
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline && all.iter().any(|j| j.phase() == Phase::Running) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for j in all.iter().filter(|j| !j.phase().is_terminal()) {
+            if j.finish(Phase::Cancelled, vec![], Some("daemon shut down before the job finished".into())) {
+                sh.count_end(j, Phase::Cancelled);
+            }
+        }
+        sh.pending.close();
+        sh.ready.close();
+        // Workers finish the partition in hand (bounded by one partition's work) and exit.
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Shared {
+    fn drop_queued(&self, job: &Arc<Job>) {
+        self.pending.remove_where(|w| Arc::ptr_eq(&w.job, job));
+        self.ready.remove_where(|w| Arc::ptr_eq(&w.job, job));
+    }
+
+    pub(crate) fn count_end(&self, job: &Job, phase: Phase) {
+        let (i, counter) = match phase {
+            Phase::Completed => (0, &self.metrics.completed),
+            Phase::Failed => (1, &self.metrics.failed),
+            Phase::Cancelled => (2, &self.metrics.cancelled),
+            _ => return,
+        };
+        self.totals[i].fetch_add(1, Ordering::Relaxed);
+        counter.with_label_values(&[job.kind.name()]).inc();
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    std::thread::Builder::new().name(name).spawn(f).expect("spawning a scheduler thread")
+}

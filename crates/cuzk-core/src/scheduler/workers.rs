@@ -1,0 +1,127 @@
+//! The two worker loops. Synthesis workers: best pending partition → reserve memory →
+//! synthesize → ready queue. Prover workers: best ready partition → parameters → prove →
+//! release memory → record; the worker that records a job's last partition verifies and
+//! assembles the proof. Both loops check for cancellation at every partition boundary.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cuzk_filecoin::Partition;
+
+use super::job::{Job, Phase};
+use super::memory::Reservation;
+use super::queue::WorkKey;
+use super::Shared;
+use crate::error::EngineError;
+use crate::pipeline::{self, SynthesizedPartition};
+
+/// A partition waiting for synthesis.
+pub struct Work {
+    pub job: Arc<Job>,
+    pub partition: Partition,
+}
+
+/// A synthesized partition waiting for a prover, holding its memory reservation.
+pub struct ReadyWork {
+    pub job: Arc<Job>,
+    pub synthesized: SynthesizedPartition,
+    _memory: Reservation,
+    _in_flight: InFlight,
+}
+
+/// Counts a partition in the in-flight gauge from synthesis start to proof end.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(sh: &Arc<Shared>) -> Self {
+        sh.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(sh.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn fail(sh: &Shared, job: &Arc<Job>, err: &EngineError) {
+    if job.finish(Phase::Failed, Vec::new(), Some(err.to_string())) {
+        tracing::warn!(job = %job.id, error = %err, "job failed");
+        sh.pending.remove_where(|w| Arc::ptr_eq(&w.job, job));
+        sh.ready.remove_where(|w| Arc::ptr_eq(&w.job, job));
+        sh.count_end(job, Phase::Failed);
+    }
+}
+
+pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
+    while let Some(Work { job, partition }) = sh.pending.pop() {
+        if job.is_cancelled_or_done() {
+            continue;
+        }
+        let estimate = sh.memory.estimate(job.circuit);
+        let Some(memory) = sh.memory.reserve(estimate, || job.is_cancelled_or_done() || !sh.accepting.load(Ordering::SeqCst) && job.phase() == Phase::Queued)
+        else {
+            continue;
+        };
+        if !job.mark_started() {
+            continue;
+        }
+        let in_flight = InFlight::new(sh);
+        let index = partition.index;
+        match pipeline::synthesize(partition) {
+            Ok(s) => {
+                sh.memory.observe(job.circuit, s.assignment.num_constraints());
+                sh.metrics.synthesis_seconds.with_label_values(&[job.kind.name()]).observe(s.synthesis_time.as_secs_f64());
+                if job.is_cancelled_or_done() {
+                    continue;
+                }
+                let key = WorkKey::new(job.priority, job.seq, index);
+                sh.ready.push(key, ReadyWork { job, synthesized: s, _memory: memory, _in_flight: in_flight });
+            }
+            Err(e) => fail(sh, &job, &e),
+        }
+    }
+}
+
+pub(super) fn prover_loop(sh: &Arc<Shared>) {
+    while let Some(ReadyWork { job, synthesized, _memory, _in_flight }) = sh.ready.pop() {
+        if job.is_cancelled_or_done() {
+            continue;
+        }
+        let srs_start = Instant::now();
+        let (srs, loaded_now) = match sh.srs.get(job.circuit) {
+            Ok(s) => s,
+            Err(e) => {
+                fail(sh, &job, &e);
+                continue;
+            }
+        };
+        if loaded_now {
+            job.progress.lock().srs_load += srs_start.elapsed();
+        }
+        let proved = match pipeline::prove(&*sh.backend, &srs, synthesized) {
+            Ok(p) => p,
+            Err(e) => {
+                fail(sh, &job, &e);
+                continue;
+            }
+        };
+        drop((_memory, _in_flight));
+        sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
+        let Some(all) = job.record(proved) else { continue };
+        match pipeline::verify_and_assemble(&srs, all, job.partitions) {
+            Ok(proof) => {
+                if job.finish(Phase::Completed, proof, None) {
+                    sh.count_end(&job, Phase::Completed);
+                    if let Some(r) = job.result() {
+                        sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(r.timings.total.as_secs_f64());
+                    }
+                    tracing::info!(job = %job.id, "job completed and verified");
+                }
+            }
+            Err(e) => fail(sh, &job, &e),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Resident Groth16 parameters: each circuit's SRS is loaded once, shared by every job that
+//! needs it, and stays until evicted. Concurrent first uses of one circuit wait for a single
+//! load. Eviction of parameters that a job still holds is refused, never pulled from under it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::params::param_files;
+use cuzk_filecoin::CircuitId;
+use cuzk_groth16::srs::load_verifying_key;
+use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
+use parking_lot::Mutex;
+
+use crate::error::EngineError;
+
+/// One circuit's parameters, decoded and validated, with the prepared verifying key.
+pub struct LoadedSrs {
+    pub circuit: CircuitId,
+    pub srs: Srs,
+    pub pvk: PreparedVerifyingKey,
+    pub bytes: u64,
+    pub load_time: Duration,
+}
+
+type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
+
+pub struct SrsCache {
+    dir: PathBuf,
+    check: SubgroupCheck,
+    slots: Mutex<BTreeMap<CircuitId, Slot>>,
+}
+
+/// A resident entry as status reports show it.
+#[derive(Clone, Debug)]
+pub struct ResidentSrs {
+    pub circuit: CircuitId,
+    pub bytes: u64,
+    /// Jobs holding it right now.
+    pub in_use: usize,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum EvictOutcome {
+    NotLoaded,
+    Freed { bytes: u64 },
+    InUse { holders: usize },
+}
+
+impl SrsCache {
+    pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
+        SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// The parameters of `circuit`, loading them if needed. Returns whether this call loaded.
+    pub fn get(&self, circuit: CircuitId) -> Result<(Arc<LoadedSrs>, bool), EngineError> {
+        let slot = self.slots.lock().entry(circuit).or_default().clone();
+        let mut guard = slot.lock();
+        if let Some(loaded) = guard.as_ref() {
+            return Ok((loaded.clone(), false));
+        }
+        let loaded = Arc::new(self.load(circuit)?);
+        *guard = Some(loaded.clone());
+        Ok((loaded, true))
+    }
+
+    fn load(&self, circuit: CircuitId) -> Result<LoadedSrs, EngineError> {
+        let start = Instant::now();
+        let files = param_files(&self.dir, circuit)
+            .map_err(|e| EngineError::SrsMissing { circuit: circuit.to_string(), message: format!("{e:#}") })?;
+        if !files.params.exists() {
+            return Err(EngineError::SrsMissing {
+                circuit: circuit.to_string(),
+                message: format!("{} does not exist", files.params.display()),
+            });
+        }
+        tracing::info!(%circuit, path = %files.params.display(), "loading parameters");
+        let srs = Srs::load(&files.params, self.check)?;
+        if files.vk.exists() {
+            let vk = load_verifying_key(&files.vk)?;
+            if vk != srs.vk {
+                return Err(EngineError::SrsMissing {
+                    circuit: circuit.to_string(),
+                    message: format!(
+                        "{} and {} hold different verifying keys; they are not from the same setup",
+                        files.params.display(),
+                        files.vk.display()
+                    ),
+                });
+            }
+        }
+        let pvk = PreparedVerifyingKey::new(&srs.vk);
+        let bytes = srs.resident_bytes();
+        let load_time = start.elapsed();
+        tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, "parameters resident");
+        Ok(LoadedSrs { circuit, srs, pvk, bytes, load_time })
+    }
+
+    /// Drop `circuit`'s parameters unless a job holds them.
+    pub fn evict(&self, circuit: CircuitId) -> EvictOutcome {
+        let mut slots = self.slots.lock();
+        let Some(slot) = slots.get(&circuit).cloned() else { return EvictOutcome::NotLoaded };
+        let mut guard = slot.lock();
+        let Some(loaded) = guard.as_ref() else { return EvictOutcome::NotLoaded };
+        let holders = Arc::strong_count(loaded) - 1;
+        if holders > 0 {
+            return EvictOutcome::InUse { holders };
+        }
+        let bytes = loaded.bytes;
+        *guard = None;
+        drop(guard);
+        slots.remove(&circuit);
+        EvictOutcome::Freed { bytes }
+    }
+
+    pub fn resident(&self) -> Vec<ResidentSrs> {
+        let slots: Vec<Slot> = self.slots.lock().values().cloned().collect();
+        slots
+            .iter()
+            .filter_map(|slot| {
+                // A slot being loaded is locked; it is not resident yet.
+                let guard = slot.try_lock()?;
+                let l = guard.as_ref()?;
+                Some(ResidentSrs { circuit: l.circuit, bytes: l.bytes, in_use: Arc::strong_count(l) - 1 })
+            })
+            .collect()
+    }
+
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident().iter().map(|r| r.bytes).sum()
+    }
+}

@@ -1,0 +1,51 @@
+//! End to end on the CPU backend: each of the four proof types at 2 KiB, from Curio-shaped
+//! inputs to a proof that filecoin-proofs' own verify functions accept; tampered proofs fail.
+
+mod common;
+
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::ProofKind;
+
+fn prove_and_check(kind: ProofKind) -> Vec<u8> {
+    let f = common::fixture();
+    let req = request(&f.dir, &f.manifest, kind).unwrap();
+    let out = f.engine.prove(&req).unwrap_or_else(|e| panic!("proving {kind}: {e}"));
+    assert_eq!(out.proof.len(), 192 * out.partitions);
+    assert!(
+        verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &out.proof).unwrap(),
+        "filecoin-proofs rejects cuzk's {kind} proof"
+    );
+    // Flip one bit in C of the last partition: now it must fail.
+    let mut tampered = out.proof.clone();
+    let n = tampered.len();
+    tampered[n - 10] ^= 0x01;
+    let still_valid = verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &tampered).unwrap_or(false);
+    assert!(!still_valid, "a tampered {kind} proof must not verify");
+    out.proof
+}
+
+#[test]
+fn winning_post_verifies_with_filecoin_proofs() {
+    prove_and_check(ProofKind::WinningPost);
+}
+
+#[test]
+fn window_post_partition_verifies_with_filecoin_proofs() {
+    prove_and_check(ProofKind::WindowPostPartition);
+}
+
+#[test]
+fn snap_deals_update_verifies_with_filecoin_proofs() {
+    prove_and_check(ProofKind::SnapDealsUpdate);
+}
+
+#[test]
+fn porep_c2_verifies_with_filecoin_proofs_from_envelope_and_bare_c1() {
+    prove_and_check(ProofKind::PoRepSealCommit);
+    // The bare SealCommitPhase1Output JSON is accepted as well as Curio's envelope.
+    let f = common::fixture();
+    let mut req = request(&f.dir, &f.manifest, ProofKind::PoRepSealCommit).unwrap();
+    req.vanilla_proof = f.manifest.porep_c1(&f.dir).unwrap();
+    let out = f.engine.prove(&req).unwrap();
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::PoRepSealCommit, &out.proof).unwrap());
+}

@@ -1,0 +1,232 @@
+//! `cuzk-daemon`: the proving daemon. Reads the configuration, starts the scheduler, preloads
+//! the configured parameters in the background, serves the `cuzk.v1.ProvingEngine` gRPC API
+//! (and optionally HTTP `/metrics` + `/status`), prunes finished jobs, and on SIGTERM/SIGINT
+//! stops accepting RPCs, lets running jobs finish within the grace period and exits 0.
+
+mod http;
+mod listen;
+mod service;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use cuzk_core::scheduler::Scheduler;
+use cuzk_core::Config;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+use tracing_subscriber::EnvFilter;
+
+/// How often finished jobs past the retention window are forgotten.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(30);
+/// How long to wait for the servers to close their connections once the scheduler stopped.
+const SERVER_DRAIN: Duration = Duration::from_secs(10);
+
+#[derive(Parser, Debug)]
+#[command(name = "cuzk-daemon", version, about = "cuzk proving daemon (cuzk.v1 gRPC API)")]
+struct Args {
+    /// Configuration file (TOML). A missing file means the defaults.
+    #[arg(long, value_name = "PATH", default_value = "/etc/cuzk.toml")]
+    config: PathBuf,
+    /// gRPC address, overriding daemon.listen: unix:///path/to.sock or host:port.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// HTTP /metrics and /status address, overriding daemon.http_listen ("" disables).
+    #[arg(long, value_name = "ADDR")]
+    http_listen: Option<String>,
+    /// Log filter, overriding daemon.log_level (e.g. info, debug, cuzk_core=debug,info).
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let (config, found) = match load_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cuzk-daemon: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = init_logging(&config.daemon.log_level) {
+        eprintln!("cuzk-daemon: {e:#}");
+        return ExitCode::FAILURE;
+    }
+    if found {
+        tracing::info!(path = %args.config.display(), "configuration loaded");
+    } else {
+        tracing::info!(path = %args.config.display(), "configuration file not found; using the defaults");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("cuzk-rt").build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "starting the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(run(config));
+    // A parameter preload still running must not hold the exit up.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match outcome {
+        Ok(()) => {
+            tracing::info!("cuzk-daemon stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The file (or defaults), then command-line overrides, then the environment; validated.
+fn load_config(args: &Args) -> Result<(Config, bool)> {
+    let (mut config, found) = Config::load(&args.config)?;
+    if let Some(listen) = &args.listen {
+        config.daemon.listen = listen.clone();
+    }
+    if let Some(http) = &args.http_listen {
+        config.daemon.http_listen = http.clone();
+    }
+    if let Some(level) = &args.log_level {
+        config.daemon.log_level = level.clone();
+    }
+    config.apply_env(|k| std::env::var(k).ok());
+    config.validate()?;
+    Ok((config, found))
+}
+
+fn init_logging(level: &str) -> Result<()> {
+    let filter = EnvFilter::try_new(level).with_context(|| format!("invalid log level {level:?}"))?;
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    Ok(())
+}
+
+async fn run(config: Config) -> Result<()> {
+    // Handlers first, so a signal that arrives during start-up is not lost.
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+
+    let daemon = config.daemon.clone();
+    let preload = config.srs.preload.clone();
+    tracing::info!(
+        param_dir = %config.srs.param_dir.display(),
+        synthesis_workers = config.pipeline.synthesis_workers,
+        prover_workers = config.pipeline.prover_workers,
+        "starting scheduler"
+    );
+    let scheduler = Scheduler::start(config, None).context("starting the scheduler")?;
+    let st = scheduler.status();
+    tracing::info!(backend = %st.backend, memory_limit = st.memory_limit, "scheduler started");
+
+    spawn_preload(&scheduler, preload);
+    let pruner = spawn_pruner(scheduler.clone());
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
+
+    let (grpc, socket) = listen::bind(&daemon.listen).await?;
+    tracing::info!(address = grpc.description(), max_message_bytes = daemon.max_message_bytes, "gRPC listening");
+    let service = service::Service::new(scheduler.clone());
+    let mut grpc_task = tokio::spawn(grpc.serve(service, daemon.max_message_bytes, stopped()));
+
+    let mut http_task = None;
+    if !daemon.http_listen.is_empty() {
+        let (listener, address) = http::bind(&daemon.http_listen).await?;
+        tracing::info!(%address, "HTTP /metrics and /status listening");
+        http_task = Some(tokio::spawn(http::serve(listener, scheduler.clone(), stopped())));
+    }
+
+    // Run until a signal, or until the gRPC server fails on its own.
+    let mut failure = None;
+    tokio::select! {
+        _ = sigterm.recv() => tracing::info!("SIGTERM received: shutting down"),
+        _ = sigint.recv() => tracing::info!("SIGINT received: shutting down"),
+        r = &mut grpc_task => {
+            let e = match r {
+                Ok(Ok(())) => anyhow::anyhow!("gRPC server stopped unexpectedly"),
+                Ok(Err(e)) => e,
+                Err(e) => anyhow::anyhow!("gRPC server task: {e}"),
+            };
+            tracing::error!("{e:#}; shutting down");
+            failure = Some(e);
+        }
+    }
+
+    tracing::info!("no longer accepting new connections");
+    let _ = stop_tx.send(true);
+    pruner.abort();
+
+    let grace = Duration::from_secs(daemon.shutdown_grace_secs);
+    tracing::info!(grace_secs = grace.as_secs(), "stopping scheduler: running jobs get the grace period, queued jobs are cancelled");
+    let s = scheduler.clone();
+    tokio::task::spawn_blocking(move || s.shutdown(grace)).await.context("scheduler shutdown task")?;
+    tracing::info!("scheduler stopped");
+
+    if failure.is_none() {
+        match tokio::time::timeout(SERVER_DRAIN, &mut grpc_task).await {
+            Ok(Ok(Ok(()))) => tracing::info!("gRPC server stopped"),
+            Ok(Ok(Err(e))) => tracing::warn!("{e:#}"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "gRPC server task"),
+            Err(_) => {
+                tracing::warn!(secs = SERVER_DRAIN.as_secs(), "gRPC connections still open; closing them");
+                grpc_task.abort();
+            }
+        }
+    }
+    if let Some(mut task) = http_task {
+        match tokio::time::timeout(SERVER_DRAIN, &mut task).await {
+            Ok(Ok(Ok(()))) => tracing::info!("HTTP server stopped"),
+            Ok(Ok(Err(e))) => tracing::warn!("{e:#}"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "HTTP server task"),
+            Err(_) => task.abort(),
+        }
+    }
+    if let Some(socket) = socket {
+        tracing::info!(path = %socket.path().display(), "removing socket");
+        drop(socket);
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// Load `srs.preload` circuits one after another on a blocking thread; failures are logged
+/// and the daemon keeps serving (the parameters are loaded on first use instead).
+fn spawn_preload(scheduler: &Arc<Scheduler>, circuits: Vec<String>) {
+    if circuits.is_empty() {
+        return;
+    }
+    let scheduler = scheduler.clone();
+    tokio::task::spawn_blocking(move || {
+        for circuit in circuits {
+            tracing::info!(%circuit, "preloading parameters");
+            match scheduler.preload(&circuit) {
+                Ok((true, _)) => tracing::info!(%circuit, "parameters already resident"),
+                Ok((false, took)) => tracing::info!(%circuit, ms = took.as_millis() as u64, "parameters preloaded"),
+                Err(e) => tracing::error!(%circuit, error = %e, "preloading parameters failed"),
+            }
+        }
+    });
+}
+
+/// Every [`PRUNE_INTERVAL`], forget jobs that finished longer ago than the retention window.
+fn spawn_pruner(scheduler: Arc<Scheduler>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PRUNE_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let pruned = scheduler.prune();
+            if pruned > 0 {
+                tracing::debug!(pruned, "forgot finished jobs past the retention window");
+            }
+        }
+    })
+}

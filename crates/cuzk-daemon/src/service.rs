@@ -1,0 +1,277 @@
+//! The gRPC service: `cuzk.v1.ProvingEngine` implemented on the scheduler. It converts wire
+//! messages to the engine's types and back, runs blocking scheduler calls off the async
+//! executor, and maps each engine error to the gRPC status a client can act on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_core::error::EngineError;
+use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Priority, Scheduler, SubmitError, UnknownJob};
+use cuzk_core::srs_cache::EvictOutcome;
+use cuzk_filecoin::{ProofKind, ProofRequest};
+use cuzk_proto::server::ProvingEngine;
+use cuzk_proto::v1::{
+    await_proof_response, srs_status, AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
+    EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse, GetStatusRequest, GetStatusResponse,
+    PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest,
+    SubmitProofResponse,
+};
+use tonic::{Request, Response, Status};
+
+/// The service object tonic serves; cheap to clone (one shared scheduler).
+#[derive(Clone)]
+pub struct Service {
+    scheduler: Arc<Scheduler>,
+}
+
+impl Service {
+    pub fn new(scheduler: Arc<Scheduler>) -> Self {
+        Service { scheduler }
+    }
+
+    /// Convert, validate and enqueue one request (decoding runs on a blocking thread).
+    async fn submit(&self, msg: SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
+        let (request_id, priority, request) = to_engine_request(msg)?;
+        let scheduler = self.scheduler.clone();
+        let rid = request_id.clone();
+        let outcome = tokio::task::spawn_blocking(move || scheduler.submit(&rid, priority, request))
+            .await
+            .map_err(|e| Status::internal(format!("submit task failed: {e}")))?
+            .map_err(|e| {
+                tracing::warn!(request_id = %request_id, error = %e, "SubmitProof rejected");
+                submit_error_status(e)
+            })?;
+        if outcome.existing {
+            tracing::info!(request_id = %request_id, job = %outcome.job_id, "SubmitProof: existing job for this request_id");
+        }
+        Ok(SubmitProofResponse { job_id: outcome.job_id, queue_position: outcome.queue_position, assigned_gpu: String::new() })
+    }
+
+    /// Wait for a job; `None` waits until it ends.
+    async fn wait(&self, job_id: &str, timeout: Option<Duration>) -> Result<AwaitProofResponse, Status> {
+        match self.scheduler.await_job(job_id, timeout).await.map_err(unknown_job_status)? {
+            AwaitOutcome::Done(result) => Ok(result_response(job_id, result)),
+            AwaitOutcome::TimedOut => {
+                let mut resp = AwaitProofResponse { job_id: job_id.to_string(), ..Default::default() };
+                resp.set_status(await_proof_response::Status::Timeout);
+                Ok(resp)
+            }
+        }
+    }
+}
+
+/// Wire request → (request id, priority, engine request). Unknown enum values are client
+/// errors.
+pub fn to_engine_request(m: SubmitProofRequest) -> Result<(String, Option<Priority>, ProofRequest), Status> {
+    let kind = ProofKind::from_wire(m.proof_kind).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "proof_kind must be POREP_SEAL_COMMIT (1), SNAP_DEALS_UPDATE (2), WINDOW_POST_PARTITION (3) or WINNING_POST (4), got {}",
+            m.proof_kind
+        ))
+    })?;
+    let priority = match m.priority {
+        0 => None,
+        p => Some(Priority::from_wire(p).ok_or_else(|| {
+            Status::invalid_argument(format!("priority must be 0 (unspecified) or LOW..CRITICAL (1-4), got {p}"))
+        })?),
+    };
+    let request = ProofRequest {
+        kind: Some(kind),
+        registered_proof: m.registered_proof,
+        sector_size: m.sector_size,
+        vanilla_proof: m.vanilla_proof,
+        vanilla_proofs: m.vanilla_proofs,
+        sector_number: m.sector_number,
+        miner_id: m.miner_id,
+        randomness: m.randomness,
+        partition_index: m.partition_index,
+        comm_r_old: m.comm_r_old,
+        comm_r_new: m.comm_r_new,
+        comm_d_new: m.comm_d_new,
+    };
+    Ok((m.request_id, priority, request))
+}
+
+fn submit_error_status(e: SubmitError) -> Status {
+    let message = e.to_string();
+    match e {
+        SubmitError::Input(_) => Status::invalid_argument(message),
+        SubmitError::ResourceExhausted(_) => Status::resource_exhausted(message),
+        SubmitError::RequestIdConflict { .. } => Status::already_exists(message),
+        SubmitError::ShuttingDown => Status::unavailable(message),
+    }
+}
+
+fn unknown_job_status(e: UnknownJob) -> Status {
+    Status::not_found(e.to_string())
+}
+
+/// Errors of PreloadSRS / EvictSRS: a bad circuit id is the client's mistake; missing or
+/// unusable parameter files are the operator's to fix.
+fn srs_error_status(e: EngineError) -> Status {
+    let message = e.to_string();
+    match e {
+        EngineError::Input(_) => Status::invalid_argument(message),
+        EngineError::SrsMissing { .. } | EngineError::Srs(_) => Status::failed_precondition(message),
+        EngineError::ResourceExhausted(_) => Status::resource_exhausted(message),
+        _ => Status::internal(message),
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+/// A terminal job as AwaitProof / Prove report it.
+fn result_response(job_id: &str, r: JobResult) -> AwaitProofResponse {
+    use await_proof_response::Status as S;
+    let status = match r.phase {
+        Phase::Completed => S::Completed,
+        Phase::Failed => S::Failed,
+        Phase::Cancelled => S::Cancelled,
+        Phase::Queued | Phase::Running => S::Unknown,
+    };
+    let mut resp = AwaitProofResponse {
+        job_id: job_id.to_string(),
+        proof: r.proof,
+        error_message: r.error.unwrap_or_default(),
+        queue_wait_ms: ms(r.timings.queue_wait),
+        srs_load_ms: ms(r.timings.srs_load),
+        synthesis_ms: ms(r.timings.synthesis),
+        gpu_compute_ms: ms(r.timings.prove),
+        total_ms: ms(r.timings.total),
+        ..Default::default()
+    };
+    resp.set_status(status);
+    resp
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("blocking task failed: {e}")))
+}
+
+#[tonic::async_trait]
+impl ProvingEngine for Service {
+    async fn submit_proof(&self, request: Request<SubmitProofRequest>) -> Result<Response<SubmitProofResponse>, Status> {
+        self.submit(request.into_inner()).await.map(Response::new)
+    }
+
+    async fn await_proof(&self, request: Request<AwaitProofRequest>) -> Result<Response<AwaitProofResponse>, Status> {
+        let m = request.into_inner();
+        let timeout = (m.timeout_ms > 0).then(|| Duration::from_millis(m.timeout_ms));
+        self.wait(&m.job_id, timeout).await.map(Response::new)
+    }
+
+    async fn prove(&self, request: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
+        let submit = request.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
+        let job = self.submit(submit).await?;
+        let result = self.wait(&job.job_id, None).await?;
+        Ok(Response::new(ProveResponse { result: Some(result) }))
+    }
+
+    async fn cancel_proof(&self, request: Request<CancelProofRequest>) -> Result<Response<CancelProofResponse>, Status> {
+        let job_id = request.into_inner().job_id;
+        let was_running = self.scheduler.cancel(&job_id).map_err(unknown_job_status)?;
+        Ok(Response::new(CancelProofResponse { was_running }))
+    }
+
+    async fn get_status(&self, _request: Request<GetStatusRequest>) -> Result<Response<GetStatusResponse>, Status> {
+        let st = self.scheduler.status();
+        let queues = st
+            .queues
+            .iter()
+            .map(|(kind, q)| QueueStatus { proof_kind: kind.name().to_string(), pending: q.pending, in_progress: q.in_progress })
+            .collect();
+        let loaded_srs = st
+            .resident_srs
+            .iter()
+            .map(|r| {
+                let mut s = SrsStatus {
+                    circuit_id: r.circuit.to_string(),
+                    size_bytes: r.bytes,
+                    ref_count: r.in_use.min(u32::MAX as usize) as u32,
+                    ..Default::default()
+                };
+                s.set_tier(srs_status::Tier::Hot);
+                s
+            })
+            .collect();
+        Ok(Response::new(GetStatusResponse {
+            // The CPU backend has no devices to report.
+            gpus: Vec::new(),
+            loaded_srs,
+            queues,
+            total_proofs_completed: st.completed,
+            total_proofs_failed: st.failed,
+            uptime_seconds: st.uptime.as_secs(),
+            pinned_memory_bytes: st.memory_used,
+            pinned_memory_limit_bytes: st.memory_limit,
+        }))
+    }
+
+    async fn get_metrics(&self, _request: Request<GetMetricsRequest>) -> Result<Response<GetMetricsResponse>, Status> {
+        Ok(Response::new(GetMetricsResponse { prometheus_text: self.scheduler.metrics_text() }))
+    }
+
+    async fn preload_srs(&self, request: Request<PreloadSrsRequest>) -> Result<Response<PreloadSrsResponse>, Status> {
+        let circuit = request.into_inner().circuit_id;
+        let scheduler = self.scheduler.clone();
+        let id = circuit.clone();
+        let (already_loaded, took) = blocking(move || scheduler.preload(&id)).await?.map_err(|e| {
+            tracing::warn!(%circuit, error = %e, "PreloadSRS failed");
+            srs_error_status(e)
+        })?;
+        tracing::info!(%circuit, already_loaded, ms = ms(took), "PreloadSRS");
+        Ok(Response::new(PreloadSrsResponse { already_loaded, load_time_ms: ms(took) }))
+    }
+
+    async fn evict_srs(&self, request: Request<EvictSrsRequest>) -> Result<Response<EvictSrsResponse>, Status> {
+        let circuit = request.into_inner().circuit_id;
+        let scheduler = self.scheduler.clone();
+        let id = circuit.clone();
+        // Blocking: waits for a load of the same circuit in progress, and frees a lot of memory.
+        let outcome = blocking(move || scheduler.evict(&id)).await?.map_err(srs_error_status)?;
+        tracing::info!(%circuit, ?outcome, "EvictSRS");
+        let resp = match outcome {
+            EvictOutcome::NotLoaded => EvictSrsResponse { was_loaded: false, freed_bytes: 0 },
+            EvictOutcome::Freed { bytes } => EvictSrsResponse { was_loaded: true, freed_bytes: bytes },
+            EvictOutcome::InUse { holders } => {
+                return Err(Status::failed_precondition(format!(
+                    "parameters for {circuit} are in use by {holders} job(s); evict again when they finish"
+                )))
+            }
+        };
+        Ok(Response::new(resp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_enums_are_checked() {
+        let ok = SubmitProofRequest { proof_kind: 4, priority: 0, ..Default::default() };
+        let (_, prio, req) = to_engine_request(ok).unwrap();
+        assert_eq!(prio, None);
+        assert_eq!(req.kind, Some(ProofKind::WinningPost));
+        let (_, prio, _) = to_engine_request(SubmitProofRequest { proof_kind: 1, priority: 3, ..Default::default() }).unwrap();
+        assert_eq!(prio, Some(Priority::High));
+        for bad in [
+            SubmitProofRequest { proof_kind: 0, ..Default::default() },
+            SubmitProofRequest { proof_kind: 9, ..Default::default() },
+            SubmitProofRequest { proof_kind: 1, priority: 5, ..Default::default() },
+            SubmitProofRequest { proof_kind: 1, priority: -1, ..Default::default() },
+        ] {
+            assert_eq!(to_engine_request(bad).unwrap_err().code(), tonic::Code::InvalidArgument);
+        }
+    }
+
+    #[test]
+    fn terminal_phases_map_to_wire_status() {
+        let r = JobResult { phase: Phase::Failed, proof: vec![], error: Some("boom".into()), timings: Default::default() };
+        let resp = result_response("j", r);
+        assert_eq!(resp.status(), await_proof_response::Status::Failed);
+        assert_eq!(resp.error_message, "boom");
+    }
+}

@@ -1,0 +1,70 @@
+//! From a [`ProofRequest`] to per-partition circuits: decode the request for its proof type,
+//! build each partition's circuit with the storage-proofs crates exactly as filecoin-proofs
+//! does, and compute the public inputs each partition proof must verify against.
+//!
+//! The circuits are generic over the sector's Merkle tree shape; here they are type-erased
+//! behind [`PartitionCircuit`] so the engine can schedule partitions of any proof type alike.
+
+mod porep;
+mod post;
+mod snap;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use cuzk_groth16::{Fr, ProvingAssignment};
+
+use crate::error::InputError;
+use crate::registry::{CircuitId, Registered};
+use crate::request::ProofRequest;
+
+/// A circuit for one partition, ready to synthesize.
+pub trait PartitionCircuit: Send {
+    /// Synthesize into a proving assignment (ONE allocated, input constraints appended).
+    fn synthesize(self: Box<Self>) -> Result<ProvingAssignment, SynthesisError>;
+}
+
+impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
+    fn synthesize(self: Box<Self>) -> Result<ProvingAssignment, SynthesisError> {
+        let mut cs = ProvingAssignment::new_with_one();
+        (*self).synthesize(&mut cs)?;
+        cs.finish();
+        Ok(cs)
+    }
+}
+
+/// One partition: its circuit and the public inputs its proof is checked against.
+pub struct Partition {
+    pub index: usize,
+    pub circuit: Box<dyn PartitionCircuit>,
+    pub public_inputs: Vec<Fr>,
+}
+
+/// A request decoded and split into partitions.
+pub struct PreparedProof {
+    pub registered: Registered,
+    pub circuit_id: CircuitId,
+    pub partitions: Vec<Partition>,
+}
+
+/// Decode `req` and build its partition circuits. All input validation happens here, before
+/// any expensive work: a bad request is an [`InputError`] that says what is wrong.
+pub fn prepare(req: &ProofRequest) -> Result<PreparedProof, InputError> {
+    let kind = req.kind.ok_or(InputError::Invalid { what: "proof_kind", reason: "unspecified".into() })?;
+    let registered = Registered::resolve(kind, req.registered_proof, req.sector_size)?;
+    let partitions = match registered {
+        Registered::Seal(p) => porep::prepare(p, req)?,
+        Registered::Winning(p) => post::prepare_winning(p, req)?,
+        Registered::Window(p) => post::prepare_window(p, req)?,
+        Registered::Update(p) => snap::prepare(p, req)?,
+    };
+    Ok(PreparedProof { registered, circuit_id: registered.circuit_id(), partitions })
+}
+
+/// Turn storage-proofs' `anyhow` errors at circuit construction into an input error: they
+/// only fail on inconsistent inputs (wrong counts, mismatched sectors, bad indices).
+fn circuit_error(what: &'static str) -> impl Fn(anyhow::Error) -> InputError {
+    move |e| InputError::Invalid { what, reason: format!("{e:#}") }
+}
+
+fn bincode_error(what: &'static str, index: usize, type_name: &'static str) -> impl Fn(bincode::Error) -> InputError {
+    move |e| InputError::BadBincode { what, index, type_name, reason: e.to_string() }
+}

@@ -1,0 +1,125 @@
+//! PoRep C2 (SealCommit phase 2): C1 output → one StackedDRG circuit per partition.
+//!
+//! Accepts Curio's envelope `{"SectorNum", "Phase1Out": base64(C1 JSON), "SectorSize"}` or
+//! the bare filecoin-proofs-api `SealCommitPhase1Output` JSON.
+
+use blstrs::Scalar as Fr;
+use filecoin_hashers::Domain;
+use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher};
+use filecoin_proofs::parameters::setup_params;
+use filecoin_proofs::{as_safe_commitment, with_shape, VanillaSealProof};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
+
+use super::{circuit_error, Partition};
+use crate::error::InputError;
+use crate::request::ProofRequest;
+
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(rename = "SectorNum")]
+    _sector_num: u64,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: u64,
+}
+
+/// Decode the C1 bytes (envelope or bare JSON) into filecoin-proofs-api's C1 output.
+pub fn decode_c1(bytes: &[u8], requested_size: u64) -> Result<SealCommitPhase1Output, InputError> {
+    use base64::Engine as _;
+    let json = match serde_json::from_slice::<Envelope>(bytes) {
+        Ok(env) => {
+            if requested_size != 0 && env.sector_size != requested_size {
+                return Err(InputError::EnvelopeSectorSizeMismatch { envelope: env.sector_size, requested: requested_size });
+            }
+            base64::engine::general_purpose::STANDARD
+                .decode(env.phase1_out.as_bytes())
+                .map_err(|e| InputError::BadC1Base64(e.to_string()))?
+        }
+        // Not an envelope: the bytes should be the C1 JSON itself.
+        Err(e) if e.is_data() => bytes.to_vec(),
+        Err(e) => return Err(InputError::BadC1Json(e.to_string())),
+    };
+    serde_json::from_slice(&json).map_err(|e| InputError::BadC1Json(e.to_string()))
+}
+
+pub(super) fn prepare(registered: RegisteredSealProof, req: &ProofRequest) -> Result<Vec<Partition>, InputError> {
+    let c1 = decode_c1(&req.vanilla_proof, req.sector_size)?;
+    if c1.registered_proof != registered {
+        return Err(InputError::RegisteredProofMismatch {
+            in_c1: format!("{:?}", c1.registered_proof),
+            requested: format!("{registered:?} (registered_proof {})", req.registered_proof),
+        });
+    }
+    for (name, v) in [("comm_d", &c1.comm_d), ("comm_r", &c1.comm_r), ("seed", &c1.seed)] {
+        if *v == [0u8; 32] {
+            return Err(InputError::Invalid { what: name, reason: "all zero in C1 output".into() });
+        }
+    }
+    let size = u64::from(registered.sector_size());
+    with_shape!(size, prepare_shaped, registered, c1)
+}
+
+fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
+    registered: RegisteredSealProof,
+    c1: SealCommitPhase1Output,
+) -> Result<Vec<Partition>, InputError> {
+    let config = registered.as_v1_config();
+    let partitions = usize::from(config.partitions);
+    let vanilla: Vec<Vec<VanillaSealProof<Tree>>> = c1
+        .vanilla_proofs
+        .try_into()
+        .map_err(|e: anyhow::Error| InputError::Invalid { what: "C1 vanilla proofs", reason: format!("{e:#}") })?;
+    if vanilla.len() != partitions || vanilla.iter().any(|p| p.is_empty()) {
+        return Err(InputError::WrongCount {
+            what: "non-empty partitions of vanilla proofs in C1",
+            expected: partitions.to_string(),
+            got: vanilla.iter().filter(|p| !p.is_empty()).count(),
+        });
+    }
+
+    let comm_r = as_safe_commitment::<<Tree::Hasher as filecoin_hashers::Hasher>::Domain, _>(&c1.comm_r, "comm_r")
+        .map_err(|e| InputError::BadFieldElement { name: "comm_r", reason: format!("{e:#}") })?;
+    let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
+        .map_err(|e| InputError::BadFieldElement { name: "comm_d", reason: format!("{e:#}") })?;
+    let replica_id: Fr = c1.replica_id.into();
+    let public_inputs = stacked::PublicInputs {
+        replica_id: replica_id.into(),
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(&config).map_err(circuit_error("PoRep setup"))?,
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
+        .map_err(circuit_error("PoRep setup"))?;
+
+    vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, proofs)| {
+            let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+                &public_inputs,
+                Default::default(),
+                proofs,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(circuit_error("PoRep partition circuit"))?;
+            let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+                &public_inputs,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(circuit_error("PoRep public inputs"))?;
+            Ok(Partition { index: k, circuit: Box::new(circuit), public_inputs: inputs })
+        })
+        .collect()
+}

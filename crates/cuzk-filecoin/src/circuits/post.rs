@@ -1,0 +1,124 @@
+//! WinningPoSt and WindowPoSt (one partition per request): bincode `FallbackPoStSectorProof`
+//! vanilla proofs + randomness + miner id → one FallbackPoSt circuit.
+
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::{
+    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape, FallbackPoStSectorProof,
+    PoStConfig,
+};
+use filecoin_proofs_api::RegisteredPoStProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
+
+use super::{bincode_error, circuit_error, Partition};
+use crate::error::InputError;
+use crate::request::{post_randomness, prover_id_from_miner, ProofRequest};
+
+pub(super) fn prepare_winning(registered: RegisteredPoStProof, req: &ProofRequest) -> Result<Vec<Partition>, InputError> {
+    let size = u64::from(registered.sector_size());
+    with_shape!(size, prepare_shaped, registered, req, false)
+}
+
+pub(super) fn prepare_window(registered: RegisteredPoStProof, req: &ProofRequest) -> Result<Vec<Partition>, InputError> {
+    let size = u64::from(registered.sector_size());
+    with_shape!(size, prepare_shaped, registered, req, true)
+}
+
+fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
+    registered: RegisteredPoStProof,
+    req: &ProofRequest,
+    window: bool,
+) -> Result<Vec<Partition>, InputError> {
+    let config: PoStConfig = registered.as_v1_config();
+    if req.vanilla_proofs.is_empty() {
+        return Err(InputError::WrongCount { what: "vanilla proofs", expected: "at least 1".into(), got: 0 });
+    }
+    let vanilla = req
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            bincode::deserialize::<FallbackPoStSectorProof<Tree>>(b)
+                .map_err(bincode_error("vanilla proof", i, "FallbackPoStSectorProof"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let randomness = post_randomness(&req.randomness)?;
+    let randomness = as_safe_commitment(&randomness, "randomness")
+        .map_err(|e| InputError::BadFieldElement { name: "randomness", reason: format!("{e:#}") })?;
+    let prover_id = as_safe_commitment(&prover_id_from_miner(req.miner_id), "prover_id")
+        .map_err(|e| InputError::BadFieldElement { name: "prover_id", reason: format!("{e:#}") })?;
+    let sectors = vanilla.iter().map(|p| PublicSector { id: p.sector_id, comm_r: p.comm_r }).collect();
+
+    // `verify_sectors`: the sector list the verifier derives public inputs from. For
+    // WinningPoSt, filecoin-proofs' verifier repeats the sectors to fill the circuit's
+    // "sector" slots (one challenge each), while its prover passes them once and lets the
+    // circuit repeat the last one; both describe the same statement.
+    let (pub_inputs, setup, partition_proof, verify_sectors) = if window {
+        if vanilla.len() > config.sector_count {
+            return Err(InputError::WrongCount {
+                what: "vanilla proofs for one WindowPoSt partition",
+                expected: format!("at most {}", config.sector_count),
+                got: vanilla.len(),
+            });
+        }
+        let pub_inputs = fallback::PublicInputs {
+            randomness,
+            prover_id,
+            sectors,
+            k: Some(req.partition_index as usize),
+        };
+        let verify_sectors = pub_inputs.sectors.clone();
+        let setup = compound_proof::SetupParams {
+            vanilla_params: window_post_setup_params(&config),
+            partitions: None,
+            priority: false,
+        };
+        let pp = FallbackPoStCompound::<Tree>::setup(&setup).map_err(circuit_error("WindowPoSt setup"))?;
+        let proof = single_partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_inputs, &vanilla)
+            .map_err(circuit_error("WindowPoSt vanilla proofs"))?;
+        (pub_inputs, pp, proof, verify_sectors)
+    } else {
+        if vanilla.len() != config.sector_count {
+            return Err(InputError::WrongCount {
+                what: "WinningPoSt vanilla proofs",
+                expected: config.sector_count.to_string(),
+                got: vanilla.len(),
+            });
+        }
+        let pub_inputs = fallback::PublicInputs { randomness, prover_id, sectors, k: None };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: winning_post_setup_params(&config).map_err(circuit_error("WinningPoSt setup"))?,
+            partitions: None,
+            priority: false,
+        };
+        let pp = FallbackPoStCompound::<Tree>::setup(&setup).map_err(circuit_error("WinningPoSt setup"))?;
+        let mut proofs = partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_inputs, 1, &vanilla)
+            .map_err(circuit_error("WinningPoSt vanilla proofs"))?;
+        if proofs.len() != 1 {
+            return Err(InputError::WrongCount { what: "WinningPoSt partitions", expected: "1".into(), got: proofs.len() });
+        }
+        let repeated = (0..pp.vanilla_params.sector_count).flat_map(|_| pub_inputs.sectors.iter().cloned()).collect();
+        (pub_inputs, pp, proofs.remove(0), repeated)
+    };
+
+    // As filecoin-proofs does, the (single) partition is synthesized as partition 0 of the
+    // public inputs it was given.
+    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::circuit(
+        &pub_inputs,
+        Default::default(),
+        &partition_proof,
+        &setup.vanilla_params,
+        Some(0),
+    )
+    .map_err(circuit_error("PoSt circuit"))?;
+    let verify_inputs = fallback::PublicInputs { sectors: verify_sectors, ..pub_inputs };
+    let inputs = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::generate_public_inputs(
+        &verify_inputs,
+        &setup.vanilla_params,
+        Some(0),
+    )
+    .map_err(circuit_error("PoSt public inputs"))?;
+    Ok(vec![Partition { index: 0, circuit: Box::new(circuit), public_inputs: inputs }])
+}

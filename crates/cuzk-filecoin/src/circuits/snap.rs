@@ -1,0 +1,91 @@
+//! SnapDeals (empty sector update): bincode `PartitionProof` vanilla proofs + comm_r_old /
+//! comm_r_new / comm_d_new → one EmptySectorUpdate circuit per partition.
+
+use filecoin_hashers::Domain;
+use filecoin_proofs::constants::DefaultPieceDomain;
+use filecoin_proofs::{with_shape, SectorUpdateConfig};
+use filecoin_proofs_api::RegisteredUpdateProof;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
+
+use super::{bincode_error, circuit_error, Partition};
+use crate::error::InputError;
+use crate::request::{commitment, ProofRequest};
+
+pub(super) fn prepare(registered: RegisteredUpdateProof, req: &ProofRequest) -> Result<Vec<Partition>, InputError> {
+    let size = u64::from(registered.sector_size());
+    with_shape!(size, prepare_shaped, registered, req)
+}
+
+/// SnapDeals is only defined over Poseidon trees; `with_shape!` hands us a generic shape, so
+/// re-spell it with the update's hasher (the same type for every real shape).
+type SnapTree<Tree> = storage_proofs_core::merkle::LCTree<
+    TreeRHasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
+
+fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
+    registered: RegisteredUpdateProof,
+    req: &ProofRequest,
+) -> Result<Vec<Partition>, InputError> {
+    let field = |name: &'static str, bytes: &[u8]| -> Result<[u8; 32], InputError> { commitment(name, bytes) };
+    let comm_r_old = field("comm_r_old", &req.comm_r_old)?;
+    let comm_r_new = field("comm_r_new", &req.comm_r_new)?;
+    let comm_d_new = field("comm_d_new", &req.comm_d_new)?;
+    let fe = |name: &'static str| move |e: anyhow::Error| InputError::BadFieldElement { name, reason: format!("{e:#}") };
+    let comm_r_old = <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&comm_r_old).map_err(fe("comm_r_old"))?;
+    let comm_r_new = <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&comm_r_new).map_err(fe("comm_r_new"))?;
+    let comm_d_new = DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(fe("comm_d_new"))?;
+
+    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
+    let partitions = usize::from(config.update_partitions);
+    if req.vanilla_proofs.len() != partitions {
+        return Err(InputError::WrongCount {
+            what: "SnapDeals partition vanilla proofs",
+            expected: partitions.to_string(),
+            got: req.vanilla_proofs.len(),
+        });
+    }
+    let vanilla = req
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            bincode::deserialize::<PartitionProof<SnapTree<Tree>>>(b)
+                .map_err(bincode_error("vanilla partition proof", i, "PartitionProof"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let public_inputs = PublicInputs { k: partitions, comm_r_old, comm_d_new, comm_r_new, h: config.h };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams { sector_bytes: u64::from(config.sector_size) },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pp = EmptySectorUpdateCompound::<SnapTree<Tree>>::setup(&setup).map_err(circuit_error("SnapDeals setup"))?;
+    vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, proof)| {
+            let circuit = <EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::circuit(
+                &public_inputs,
+                Default::default(),
+                proof,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(circuit_error("SnapDeals partition circuit"))?;
+            let inputs = <EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::generate_public_inputs(
+                &public_inputs,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(circuit_error("SnapDeals public inputs"))?;
+            Ok(Partition { index: k, circuit: Box::new(circuit), public_inputs: inputs })
+        })
+        .collect()
+}
