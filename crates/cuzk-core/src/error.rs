@@ -45,7 +45,7 @@ pub fn describe_validity(valid: &[usize], total: usize) -> String {
 impl EngineError {
     /// True when the client sent something wrong (retrying the same request cannot help).
     pub fn is_client_error(&self) -> bool {
-        matches!(self, EngineError::Input(_) | EngineError::PublicInputMismatch { .. })
+        matches!(self, EngineError::Input(_) | EngineError::PublicInputMismatch { .. } | EngineError::Synthesis { .. })
     }
 }
 

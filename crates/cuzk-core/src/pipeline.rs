@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::Partition;
+use cuzk_filecoin::{catch_panic, Partition};
 use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness};
 
 use crate::error::EngineError;
@@ -42,8 +42,10 @@ pub struct ProvedPartition {
 pub fn synthesize(partition: Partition) -> Result<SynthesizedPartition, EngineError> {
     let start = Instant::now();
     let Partition { index, circuit, public_inputs } = partition;
-    let assignment = circuit
-        .synthesize()
+    // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
+    // error; that is bad input, and must not take the worker (or the daemon) down.
+    let assignment = catch_panic(|| circuit.synthesize())
+        .map_err(|m| EngineError::Synthesis { partition: index, message: format!("circuit panicked: {m}") })?
         .map_err(|e| EngineError::Synthesis { partition: index, message: e.to_string() })?;
     if assignment.input_assignment.get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });
@@ -55,8 +57,9 @@ pub fn synthesize(partition: Partition) -> Result<SynthesizedPartition, EngineEr
 pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition) -> Result<ProvedPartition, EngineError> {
     let SynthesizedPartition { index, assignment, public_inputs, synthesis_time } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
-    let (proof, prove_timings) =
-        backend.prove(&srs.srs, assignment, rs).map_err(|source| EngineError::Prove { partition: index, source })?;
+    let (proof, prove_timings) = catch_panic(|| backend.prove(&srs.srs, assignment, rs))
+        .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))?
+        .map_err(|source| EngineError::Prove { partition: index, source })?;
     Ok(ProvedPartition { index, proof, public_inputs, synthesis_time, prove_timings })
 }
 

@@ -110,18 +110,28 @@ fn inconsistent_inputs_never_yield_a_proof() {
     r.randomness[0] ^= 0xff;
     let e = err(&r);
     assert!(
-        matches!(e, EngineError::PublicInputMismatch { .. } | EngineError::InvalidProof { .. }),
+        matches!(e, EngineError::PublicInputMismatch { .. } | EngineError::InvalidProof { .. } | EngineError::Input(_)),
         "unexpected error {e}"
     );
+    assert!(e.is_client_error() || matches!(e, EngineError::InvalidProof { .. }), "{e}");
 
     // SnapDeals with comm_r_new from another sector.
     let mut r = req(ProofKind::SnapDealsUpdate);
     r.comm_r_new = r.comm_r_old.clone();
     let e = err(&r);
     assert!(
-        matches!(e, EngineError::PublicInputMismatch { .. } | EngineError::InvalidProof { .. } | EngineError::Input(_)),
+        matches!(
+            e,
+            EngineError::PublicInputMismatch { .. }
+                | EngineError::InvalidProof { .. }
+                | EngineError::Input(_)
+                | EngineError::Synthesis { .. }
+        ),
         "unexpected error {e}"
     );
+    // The engine is still fine afterwards.
+    let f = common::fixture();
+    assert!(f.engine.prove(&req(ProofKind::WindowPostPartition)).is_ok());
 }
 
 #[test]

@@ -42,10 +42,16 @@ fn snap_deals_update_verifies_with_filecoin_proofs() {
 #[test]
 fn porep_c2_verifies_with_filecoin_proofs_from_envelope_and_bare_c1() {
     prove_and_check(ProofKind::PoRepSealCommit);
-    // The bare SealCommitPhase1Output JSON is accepted as well as Curio's envelope.
+    // The bare SealCommitPhase1Output JSON is accepted as well as Curio's envelope, and
+    // describes the same statement (same partitions, same public inputs).
     let f = common::fixture();
-    let mut req = request(&f.dir, &f.manifest, ProofKind::PoRepSealCommit).unwrap();
-    req.vanilla_proof = f.manifest.porep_c1(&f.dir).unwrap();
-    let out = f.engine.prove(&req).unwrap();
-    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::PoRepSealCommit, &out.proof).unwrap());
+    let envelope = request(&f.dir, &f.manifest, ProofKind::PoRepSealCommit).unwrap();
+    let mut bare = envelope.clone();
+    bare.vanilla_proof = f.manifest.porep_c1(&f.dir).unwrap();
+    assert_ne!(bare.vanilla_proof, envelope.vanilla_proof);
+    let (pe, pb) = (cuzk_filecoin::prepare(&envelope).unwrap(), cuzk_filecoin::prepare(&bare).unwrap());
+    assert_eq!(pe.partitions.len(), pb.partitions.len());
+    for (x, y) in pe.partitions.iter().zip(&pb.partitions) {
+        assert_eq!(x.public_inputs, y.public_inputs);
+    }
 }

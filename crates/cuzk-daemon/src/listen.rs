@@ -42,12 +42,6 @@ impl Address {
 /// The unix socket file, removed when dropped (after the server has stopped).
 pub struct SocketFile(PathBuf);
 
-impl SocketFile {
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
 impl Drop for SocketFile {
     fn drop(&mut self) {
         match std::fs::remove_file(&self.0) {

@@ -101,7 +101,9 @@ fn load_config(args: &Args) -> Result<(Config, bool)> {
 
 fn init_logging(level: &str) -> Result<()> {
     let filter = EnvFilter::try_new(level).with_context(|| format!("invalid log level {level:?}"))?;
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colours only on a terminal: under systemd the log goes to the journal as plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     Ok(())
 }
 
@@ -190,10 +192,8 @@ async fn run(config: Config) -> Result<()> {
             Err(_) => task.abort(),
         }
     }
-    if let Some(socket) = socket {
-        tracing::info!(path = %socket.path().display(), "removing socket");
-        drop(socket);
-    }
+    // Dropping the guard removes the socket file (and logs it).
+    drop(socket);
     failure.map_or(Ok(()), Err)
 }
 
@@ -229,4 +229,31 @@ fn spawn_pruner(scheduler: Arc<Scheduler>) -> tokio::task::JoinHandle<()> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The example file documents every key with its default value: it must parse (unknown
+    /// keys are errors) and equal the defaults exactly.
+    #[test]
+    fn example_config_lists_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cuzk.example.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let config = Config::from_toml(&text, &path).unwrap();
+        assert_eq!(config, Config::default());
+    }
+
+    #[test]
+    fn command_line_overrides_the_file() {
+        let args = Args::parse_from(["cuzk-daemon", "--config", "/nonexistent/cuzk.toml", "--listen", "127.0.0.1:1", "--log-level", "debug"]);
+        let (config, found) = load_config(&args).unwrap();
+        assert!(!found);
+        assert_eq!(config.daemon.listen, "127.0.0.1:1");
+        assert_eq!(config.daemon.log_level, "debug");
+        assert_eq!(config.daemon.http_listen, "");
+    }
 }

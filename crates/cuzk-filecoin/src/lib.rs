@@ -12,6 +12,6 @@ pub mod request;
 pub mod fixtures;
 
 pub use error::InputError;
-pub use circuits::{prepare, Partition, PartitionCircuit, PreparedProof};
+pub use circuits::{catch_panic, prepare, Partition, PartitionCircuit, PreparedProof};
 pub use registry::{CircuitId, ProofKind, Registered, SectorSize};
 pub use request::ProofRequest;

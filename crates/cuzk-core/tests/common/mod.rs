@@ -11,6 +11,7 @@ use cuzk_filecoin::fixtures::{make_fixture_set, Manifest, DEFAULT_FIXTURE_DIR};
 pub struct Fixture {
     pub dir: PathBuf,
     pub manifest: Manifest,
+    #[allow(dead_code)] // not every test binary proves in-process
     pub engine: Engine,
 }
 

@@ -48,6 +48,25 @@ pub struct PreparedProof {
 /// Decode `req` and build its partition circuits. All input validation happens here, before
 /// any expensive work: a bad request is an [`InputError`] that says what is wrong.
 pub fn prepare(req: &ProofRequest) -> Result<PreparedProof, InputError> {
+    // storage-proofs asserts on some malformed inputs instead of returning errors; a request
+    // must never take the process down, so a panic here is reported as bad input.
+    catch_panic(|| prepare_inner(req)).unwrap_or_else(|message| {
+        Err(InputError::Invalid { what: "request", reason: format!("circuit construction panicked: {message}") })
+    })
+}
+
+/// Run `f`, turning a panic into its message.
+pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into())
+    })
+}
+
+fn prepare_inner(req: &ProofRequest) -> Result<PreparedProof, InputError> {
     let kind = req.kind.ok_or(InputError::Invalid { what: "proof_kind", reason: "unspecified".into() })?;
     let registered = Registered::resolve(kind, req.registered_proof, req.sector_size)?;
     let partitions = match registered {
