@@ -1,6 +1,7 @@
 //! cuzk-bench: make test fixtures, run the demo, benchmark against filecoin-proofs, and (with
 //! a daemon) act as its client. One module per subcommand.
 
+mod client;
 mod compare;
 mod demo;
 mod fixtures;
@@ -16,6 +17,8 @@ struct Cli {
     /// Log filter (tracing's env-filter syntax), e.g. "info" or "cuzk_core=debug".
     #[arg(long, global = true, default_value = "warn")]
     log: String,
+    #[command(flatten)]
+    daemon: client::connect::AddrArg,
     #[command(subcommand)]
     command: Command,
 }
@@ -23,6 +26,7 @@ struct Cli {
 /// Where the 2 KiB fixture set lives (shared by the demo, benchmarks and tests).
 #[derive(clap::Args, Clone)]
 pub struct FixtureDir {
+    /// The 2 KiB fixture set's directory.
     #[arg(long = "fixtures", env = "CUZK_FIXTURES", default_value = cuzk_filecoin::fixtures::DEFAULT_FIXTURE_DIR)]
     pub dir: PathBuf,
 }
@@ -37,6 +41,29 @@ enum Command {
     Demo(FixtureDir),
     /// Time cuzk's CPU prover against filecoin-proofs' own prover on the same 2 KiB inputs.
     Compare(compare::Args),
+    /// Prove one proof through cuzk-daemon (fixture inputs, or --c1/--vanilla files).
+    Single(client::single::Args),
+    /// Prove many fixture proofs through cuzk-daemon, several at once; latency and throughput.
+    Batch(client::batch::Args),
+    /// Show cuzk-daemon's queues, resident parameters, totals and memory use.
+    Status(client::status::Args),
+    /// Print cuzk-daemon's Prometheus metrics.
+    Metrics,
+    /// Load a circuit's parameters in cuzk-daemon now (e.g. porep-32g, wpost-2k).
+    Preload {
+        circuit_id: String,
+    },
+    /// Drop a circuit's resident parameters from cuzk-daemon.
+    Evict {
+        circuit_id: String,
+    },
+    /// Cancel a queued or running job.
+    Cancel {
+        job_id: String,
+    },
+    /// Make vanilla proofs from a real sealed sector, in the encodings Curio sends.
+    #[command(subcommand)]
+    GenVanilla(client::gen_vanilla::Command),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -45,9 +72,18 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.log))
         .with_writer(std::io::stderr)
         .init();
+    let addr = cli.daemon.addr;
     match cli.command {
         Command::Fixtures(f) => fixtures::run(&f.dir).map(|_| ()),
         Command::Demo(f) => demo::run(&f.dir),
         Command::Compare(args) => compare::run(&args),
+        Command::Single(args) => client::block_on(client::single::run(&addr, args)),
+        Command::Batch(args) => client::block_on(client::batch::run(&addr, args)),
+        Command::Status(args) => client::block_on(client::status::run(&addr, args)),
+        Command::Metrics => client::block_on(client::status::metrics(&addr)),
+        Command::Preload { circuit_id } => client::block_on(client::admin::preload(&addr, circuit_id)),
+        Command::Evict { circuit_id } => client::block_on(client::admin::evict(&addr, circuit_id)),
+        Command::Cancel { job_id } => client::block_on(client::admin::cancel(&addr, job_id)),
+        Command::GenVanilla(cmd) => client::gen_vanilla::run(cmd),
     }
 }

@@ -67,6 +67,20 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Metrics with every per-kind series present from the start (at zero), so dashboards
+    /// and alerts see `0`, not a missing series, before the first proof of a kind.
+    pub fn new(kinds: &[&str]) -> Self {
+        let m = Metrics::default();
+        for kind in kinds {
+            for c in [&m.completed, &m.failed, &m.cancelled] {
+                c.with_label_values(&[kind]);
+            }
+            m.queue_pending.with_label_values(&[kind]);
+            m.queue_running.with_label_values(&[kind]);
+        }
+        m
+    }
+
     /// Prometheus text exposition format.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();

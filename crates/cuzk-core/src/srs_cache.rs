@@ -46,6 +46,8 @@ pub enum EvictOutcome {
     NotLoaded,
     Freed { bytes: u64 },
     InUse { holders: usize },
+    /// A load of these parameters is in progress.
+    Loading,
 }
 
 impl SrsCache {
@@ -101,7 +103,9 @@ impl SrsCache {
     pub fn evict(&self, circuit: CircuitId) -> EvictOutcome {
         let mut slots = self.slots.lock();
         let Some(slot) = slots.get(&circuit).cloned() else { return EvictOutcome::NotLoaded };
-        let mut guard = slot.lock();
+        // A slot locked by someone else is being loaded right now: say so instead of waiting
+        // for a load that can take a minute.
+        let Some(mut guard) = slot.try_lock() else { return EvictOutcome::Loading };
         let Some(loaded) = guard.as_ref() else { return EvictOutcome::NotLoaded };
         let holders = Arc::strong_count(loaded) - 1;
         if holders > 0 {

@@ -229,7 +229,7 @@ impl ProvingEngine for Service {
         let circuit = request.into_inner().circuit_id;
         let scheduler = self.scheduler.clone();
         let id = circuit.clone();
-        // Blocking: waits for a load of the same circuit in progress, and frees a lot of memory.
+        // Off the async threads: dropping gigabytes of points takes a while.
         let outcome = blocking(move || scheduler.evict(&id)).await?.map_err(srs_error_status)?;
         tracing::info!(%circuit, ?outcome, "EvictSRS");
         let resp = match outcome {
@@ -238,6 +238,11 @@ impl ProvingEngine for Service {
             EvictOutcome::InUse { holders } => {
                 return Err(Status::failed_precondition(format!(
                     "parameters for {circuit} are in use by {holders} job(s); evict again when they finish"
+                )))
+            }
+            EvictOutcome::Loading => {
+                return Err(Status::failed_precondition(format!(
+                    "parameters for {circuit} are being loaded right now; evict again when the load ends"
                 )))
             }
         };

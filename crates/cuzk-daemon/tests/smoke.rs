@@ -3,127 +3,23 @@
 //! errors, SRS errors, unknown jobs, metrics) and over HTTP, then stop it with SIGTERM and
 //! check it exits 0 and removes its socket. Nothing is proved here.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-use cuzk_proto::client::ProvingEngineClient;
+use std::time::Duration;
+
+use common::http_get;
 use cuzk_proto::v1::{
     AwaitProofRequest, CancelProofRequest, EvictSrsRequest, GetMetricsRequest, GetStatusRequest, PreloadSrsRequest,
     ProofKind, SubmitProofRequest,
 };
-use hyper_util::rt::TokioIo;
-use tonic::transport::{Channel, Endpoint, Uri};
 use tonic::Code;
-
-/// Kills the daemon if the test fails before it is stopped properly.
-struct Daemon(Option<Child>);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Daemon {
-    fn pid(&self) -> i32 {
-        self.0.as_ref().expect("daemon running").id() as i32
-    }
-
-    fn exited(&mut self) -> Option<ExitStatus> {
-        self.0.as_mut().expect("daemon running").try_wait().expect("polling the daemon")
-    }
-
-    fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.exited() {
-                self.0 = None;
-                return status;
-            }
-            assert!(start.elapsed() < limit, "daemon did not exit within {limit:?} of SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-fn free_tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-async fn connect(socket: &Path) -> Channel {
-    let path = socket.to_path_buf();
-    // The URI is required by the API but unused: every connection goes to the socket.
-    Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let path = path.clone();
-            async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
-        }))
-        .await
-        .expect("connecting over the unix socket")
-}
-
-/// Wait until the daemon answers on its socket (or fail with its exit status).
-async fn wait_ready(daemon: &mut Daemon, socket: &Path) -> ProvingEngineClient<Channel> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = daemon.exited() {
-            panic!("cuzk-daemon exited during start-up: {status}");
-        }
-        if socket.exists() {
-            let mut client = ProvingEngineClient::new(connect(socket).await);
-            if client.get_status(GetStatusRequest {}).await.is_ok() {
-                return client;
-            }
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "daemon did not come up on {}", socket.display());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connecting to the HTTP port");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemon_serves_status_and_rejects_bad_requests_then_stops_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let params = dir.path().join("params");
-    std::fs::create_dir(&params).unwrap();
-    // The daemon creates the socket's directory itself.
-    let socket: PathBuf = dir.path().join("run").join("cuzk.sock");
-    let http_port = free_tcp_port();
-    let config = dir.path().join("cuzk.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[daemon]\nlisten = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\nshutdown_grace_secs = 5\n\n\
-             [srs]\nparam_dir = \"{}\"\n\n[gpus]\nbackend = \"cpu\"\n",
-            socket.display(),
-            params.display()
-        ),
-    )
-    .unwrap();
-
-    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--log-level")
-        .arg("info")
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("starting cuzk-daemon");
-    let mut daemon = Daemon(Some(child));
-    let mut client = wait_ready(&mut daemon, &socket).await;
+    let params = tempfile::tempdir().unwrap();
+    let mut running = common::start(params.path(), "", "[gpus]\nbackend = \"cpu\"").await;
+    let (socket, http_port) = (running.socket.clone(), running.http_port);
+    let client = &mut running.client;
 
     // Status: one queue per proof kind, nothing done yet, nothing resident.
     let st = client.get_status(GetStatusRequest {}).await.unwrap().into_inner();
@@ -194,13 +90,7 @@ async fn daemon_serves_status_and_rejects_bad_requests_then_stops_cleanly() {
     // Nothing was queued by the rejected submits.
     let st = client.get_status(GetStatusRequest {}).await.unwrap().into_inner();
     assert!(st.queues.iter().all(|q| q.pending == 0 && q.in_progress == 0), "{st:?}");
-    drop(client);
 
     // SIGTERM: clean exit, socket removed.
-    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-    let rc = unsafe { libc::kill(daemon.pid(), libc::SIGTERM) };
-    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
-    let status = daemon.wait_exit(Duration::from_secs(30));
-    assert!(status.success(), "cuzk-daemon exited with {status}");
-    assert!(!socket.exists(), "socket {} left behind", socket.display());
+    running.stop(Duration::from_secs(30));
 }

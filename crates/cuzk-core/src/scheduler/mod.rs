@@ -118,7 +118,7 @@ impl Scheduler {
             srs: Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into())),
             backend: backend.unwrap_or_else(|| Arc::new(CpuProver)),
             memory: MemoryBudget::new(limit),
-            metrics: Metrics::default(),
+            metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
             pending: WorkQueue::default(),
             ready: WorkQueue::default(),
             jobs: Mutex::default(),
@@ -185,7 +185,12 @@ impl Scheduler {
         // Register under the request id atomically with the check, so two concurrent
         // submits of one id cannot both create jobs.
         {
+            // `accepting` is re-checked under the same lock `shutdown` flips it under, so a job
+            // is either seen (and cancelled) by shutdown or refused here — never orphaned.
             let mut ids = sh.by_request_id.lock();
+            if !sh.accepting.load(Ordering::SeqCst) {
+                return Err(SubmitError::ShuttingDown);
+            }
             if !request_id.is_empty() {
                 if let Some(other) = ids.get(request_id).cloned() {
                     // Submitted concurrently under the same id while we were decoding: the
@@ -341,7 +346,10 @@ impl Scheduler {
     /// is left (queued jobs at once) with a clear message, and stop the workers.
     pub fn shutdown(&self, grace: Duration) {
         let sh = &self.shared;
-        sh.accepting.store(false, Ordering::SeqCst);
+        {
+            let _ids = sh.by_request_id.lock();
+            sh.accepting.store(false, Ordering::SeqCst);
+        }
         let all: Vec<Arc<Job>> = sh.jobs.lock().values().cloned().collect();
         for j in all.iter().filter(|j| j.phase() == Phase::Queued) {
             if j.finish(Phase::Cancelled, vec![], Some("daemon shutting down before the job started".into())) {

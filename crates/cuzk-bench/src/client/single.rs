@@ -1,0 +1,222 @@
+//! `cuzk-bench single`: one proof through the daemon. The inputs come from the fixture set
+//! (`--fixtures DIR --kind K`, and the proof is then checked with filecoin-proofs' verifier) or
+//! from files (`--c1` for PoRep, `--vanilla` for PoSt/SnapDeals, plus the scalar fields).
+//! Sends `Prove`, or `SubmitProof` (+ `AwaitProof` with `--timeout-ms`) and prints the job's
+//! outcome and timings as a table.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::{ProofKind, ProofRequest};
+use cuzk_proto::v1;
+
+use super::connect::{connect, rpc_error};
+use super::{kv_table, ms, parse_hex32, parse_kind, parse_priority, status_name, to_wire};
+use crate::report::secs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Fixture set to take the inputs from (used unless --c1 or --vanilla is given).
+    #[command(flatten)]
+    fixtures: crate::FixtureDir,
+    /// Proof kind: porep, winning, wpost or snap.
+    #[arg(long, value_parser = parse_kind)]
+    kind: ProofKind,
+    /// Go abi registered-proof number (file mode; required there).
+    #[arg(long)]
+    registered_proof: Option<u64>,
+    /// PoRep: the C1 output (Curio's JSON envelope or the bare SealCommitPhase1Output JSON).
+    #[arg(long, value_name = "FILE")]
+    c1: Option<PathBuf>,
+    /// PoSt / SnapDeals: one bincode vanilla proof per file (repeat, in order).
+    #[arg(long, value_name = "FILE")]
+    vanilla: Vec<PathBuf>,
+    /// PoSt challenge randomness, 32 bytes in hex.
+    #[arg(long, value_name = "HEX")]
+    randomness: Option<String>,
+    /// The miner's actor id (PoSt, PoRep).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    /// The sector number (PoRep: must match the C1 output).
+    #[arg(long)]
+    sector_number: Option<u64>,
+    /// WindowPoSt partition index.
+    #[arg(long)]
+    partition_index: Option<u32>,
+    /// SnapDeals: the sector key's CommR (hex).
+    #[arg(long, value_name = "HEX")]
+    comm_r_old: Option<String>,
+    /// SnapDeals: the updated replica's CommR (hex).
+    #[arg(long, value_name = "HEX")]
+    comm_r_new: Option<String>,
+    /// SnapDeals: the new data's CommD (hex).
+    #[arg(long, value_name = "HEX")]
+    comm_d_new: Option<String>,
+    /// low, normal, high or critical (default: the kind's default).
+    #[arg(long, value_parser = parse_priority)]
+    priority: Option<v1::Priority>,
+    /// Idempotency key sent as request_id (default: none).
+    #[arg(long, default_value = "")]
+    request_id: String,
+    /// Only submit: print the job id and return without waiting.
+    #[arg(long, conflicts_with = "timeout_ms")]
+    submit_only: bool,
+    /// Submit, then AwaitProof with this timeout (instead of one Prove call).
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Write the proof bytes here.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+impl Args {
+    fn file_mode(&self) -> bool {
+        self.c1.is_some() || !self.vanilla.is_empty()
+    }
+
+    /// The request from files and flags.
+    fn file_request(&self) -> Result<ProofRequest> {
+        let registered_proof = self.registered_proof.context("--registered-proof is required with --c1/--vanilla")?;
+        let hex = |name: &str, v: &Option<String>| -> Result<Vec<u8>> {
+            v.as_deref().map_or(Ok(vec![]), |s| parse_hex32(name, s).map(|b| b.to_vec()))
+        };
+        let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        let mut req = ProofRequest {
+            kind: Some(self.kind),
+            registered_proof,
+            sector_number: self.sector_number.unwrap_or(0),
+            miner_id: self.miner_id.unwrap_or(0),
+            partition_index: self.partition_index.unwrap_or(0),
+            randomness: hex("--randomness", &self.randomness)?,
+            comm_r_old: hex("--comm-r-old", &self.comm_r_old)?,
+            comm_r_new: hex("--comm-r-new", &self.comm_r_new)?,
+            comm_d_new: hex("--comm-d-new", &self.comm_d_new)?,
+            ..Default::default()
+        };
+        match self.kind {
+            ProofKind::PoRepSealCommit => {
+                let c1 = self.c1.as_ref().context("PoRep needs --c1 FILE")?;
+                req.vanilla_proof = read(c1)?;
+                if !self.vanilla.is_empty() {
+                    bail!("--vanilla is for PoSt and SnapDeals; PoRep takes --c1");
+                }
+            }
+            _ => {
+                if self.c1.is_some() {
+                    bail!("--c1 is for PoRep; {} takes --vanilla FILE (repeatable)", self.kind);
+                }
+                if self.vanilla.is_empty() {
+                    bail!("{} needs at least one --vanilla FILE", self.kind);
+                }
+                req.vanilla_proofs = self.vanilla.iter().map(read).collect::<Result<_>>()?;
+            }
+        }
+        Ok(req)
+    }
+}
+
+pub async fn run(addr: &str, args: Args) -> Result<()> {
+    let dir = &args.fixtures.dir;
+    let fixture = if args.file_mode() {
+        None
+    } else {
+        let m = cuzk_filecoin::fixtures::load(dir).with_context(|| {
+            format!("no fixture set in {} (make it with `cuzk-bench fixtures`, or give --c1/--vanilla)", dir.display())
+        })?;
+        Some(m)
+    };
+    let req = match &fixture {
+        Some(m) => {
+            let mut r = request(dir, m, args.kind)?;
+            // Flags given explicitly override the fixture's values.
+            if let Some(p) = args.partition_index {
+                r.partition_index = p;
+            }
+            r
+        }
+        None => args.file_request()?,
+    };
+    let submit = to_wire(&req, args.request_id.clone(), args.priority);
+
+    let mut client = connect(addr).await?;
+    let started = Instant::now();
+    if args.submit_only {
+        let r = client.submit_proof(submit).await.map_err(|s| rpc_error("SubmitProof", s))?.into_inner();
+        let mut t = kv_table();
+        t.add_row(vec!["job id".to_string(), r.job_id]);
+        t.add_row(vec!["queue position".to_string(), r.queue_position.to_string()]);
+        if !r.assigned_gpu.is_empty() {
+            t.add_row(vec!["assigned GPU".to_string(), r.assigned_gpu]);
+        }
+        t.add_row(vec!["client round-trip".to_string(), secs(started.elapsed())]);
+        println!("{t}");
+        return Ok(());
+    }
+    let result = match args.timeout_ms {
+        Some(timeout_ms) => {
+            let job = client.submit_proof(submit).await.map_err(|s| rpc_error("SubmitProof", s))?.into_inner();
+            eprintln!("submitted job {} (queue position {}); awaiting …", job.job_id, job.queue_position);
+            let wait = v1::AwaitProofRequest { job_id: job.job_id, timeout_ms };
+            client.await_proof(wait).await.map_err(|s| rpc_error("AwaitProof", s))?.into_inner()
+        }
+        None => {
+            eprintln!("proving {} …", args.kind);
+            let r = client.prove(v1::ProveRequest { submit: Some(submit) }).await.map_err(|s| rpc_error("Prove", s))?;
+            r.into_inner().result.context("Prove returned no result")?
+        }
+    };
+    let round_trip = started.elapsed();
+
+    let completed = result.status == v1::await_proof_response::Status::Completed as i32;
+    let verdict = match (&fixture, completed) {
+        (Some(m), true) => {
+            let ok = verify_with_filecoin_proofs(dir, m, args.kind, &result.proof)?;
+            Some(ok)
+        }
+        _ => None,
+    };
+    print_result(args.kind, &result, round_trip, verdict);
+    if let (Some(path), true) = (&args.out, completed) {
+        std::fs::write(path, &result.proof).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("proof written to {}", path.display());
+    }
+    match status_name(result.status) {
+        "COMPLETED" if verdict == Some(false) => bail!("the proof is INVALID (filecoin-proofs' verifier rejected it)"),
+        "COMPLETED" => Ok(()),
+        "TIMEOUT" => bail!("job {} did not finish within {} ms (it keeps running)", result.job_id, args.timeout_ms.unwrap_or(0)),
+        other => bail!("job {} {other}: {}", result.job_id, result.error_message),
+    }
+}
+
+fn print_result(kind: ProofKind, r: &v1::AwaitProofResponse, round_trip: Duration, verdict: Option<bool>) {
+    let mut t = kv_table();
+    let mut row = |k: &str, v: String| {
+        t.add_row(vec![k.to_string(), v]);
+    };
+    row("proof", kind.to_string());
+    row("job id", r.job_id.clone());
+    row("status", status_name(r.status).to_string());
+    if !r.error_message.is_empty() {
+        row("error", r.error_message.clone());
+    }
+    let timed_out = r.status == v1::await_proof_response::Status::Timeout as i32;
+    if timed_out {
+        row("client round-trip", secs(round_trip));
+        println!("{t}");
+        return;
+    }
+    let partitions = r.proof.len() / 192;
+    row("proof bytes", format!("{} ({partitions} partition{})", r.proof.len(), if partitions == 1 { "" } else { "s" }));
+    row("queue wait", ms(r.queue_wait_ms));
+    row("srs load", ms(r.srs_load_ms));
+    row("synthesis", ms(r.synthesis_ms));
+    row("prove", ms(r.gpu_compute_ms));
+    row("total (daemon)", ms(r.total_ms));
+    row("client round-trip", secs(round_trip));
+    if let Some(ok) = verdict {
+        row("filecoin-proofs verify", if ok { "valid".into() } else { "INVALID".into() });
+    }
+    println!("{t}");
+}

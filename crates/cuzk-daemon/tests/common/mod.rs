@@ -1,0 +1,145 @@
+//! Test harness shared by the daemon's integration tests: start the real `cuzk-daemon`
+//! binary with a config written to a temp dir, connect the generated gRPC client over its
+//! unix socket, plain HTTP GETs, and SIGTERM with an exit-status check.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use cuzk_proto::client::ProvingEngineClient;
+use cuzk_proto::v1::GetStatusRequest;
+use hyper_util::rt::TokioIo;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// Kills the daemon if the test fails before it is stopped properly.
+pub struct Daemon(Option<Child>);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Daemon {
+    pub fn pid(&self) -> i32 {
+        self.0.as_ref().expect("daemon running").id() as i32
+    }
+
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.0.as_mut().expect("daemon running").try_wait().expect("polling the daemon")
+    }
+
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.exited() {
+                self.0 = None;
+                return status;
+            }
+            assert!(start.elapsed() < limit, "daemon did not exit within {limit:?} of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+pub fn free_tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub async fn connect(socket: &Path) -> Channel {
+    let path = socket.to_path_buf();
+    // The URI is required by the API but unused: every connection goes to the socket.
+    Endpoint::try_from("http://[::]:50051")
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
+        }))
+        .await
+        .expect("connecting over the unix socket")
+}
+
+/// Wait until the daemon answers on its socket (or fail with its exit status).
+pub async fn wait_ready(daemon: &mut Daemon, socket: &Path) -> ProvingEngineClient<Channel> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = daemon.exited() {
+            panic!("cuzk-daemon exited during start-up: {status}");
+        }
+        if socket.exists() {
+            let mut client = ProvingEngineClient::new(connect(socket).await);
+            if client.get_status(GetStatusRequest {}).await.is_ok() {
+                return client;
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "daemon did not come up on {}", socket.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn http_get(port: u16, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connecting to the HTTP port");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+
+/// A daemon running on a temp unix socket (and an HTTP port), with `extra_toml` appended
+/// to its config (which already has `[daemon]` listen/http_listen/shutdown_grace_secs and
+/// `[srs] param_dir`).
+pub struct Running {
+    pub dir: tempfile::TempDir,
+    pub daemon: Daemon,
+    pub socket: PathBuf,
+    pub http_port: u16,
+    pub client: ProvingEngineClient<Channel>,
+}
+
+pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    // The daemon creates the socket's directory itself.
+    let socket: PathBuf = dir.path().join("run").join("cuzk.sock");
+    let http_port = free_tcp_port();
+    let config = dir.path().join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nlisten = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\nshutdown_grace_secs = 5\n{daemon_extra}\n\n\
+             [srs]\nparam_dir = \"{}\"\n\n{extra_toml}\n",
+            socket.display(),
+            param_dir.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--log-level")
+        .arg("info")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("starting cuzk-daemon");
+    let mut daemon = Daemon(Some(child));
+    let client = wait_ready(&mut daemon, &socket).await;
+    Running { dir, daemon, socket, http_port, client }
+}
+
+impl Running {
+    /// SIGTERM, then require exit status 0 and the socket gone.
+    pub fn stop(mut self, limit: Duration) {
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        let rc = unsafe { libc::kill(self.daemon.pid(), libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+        let status = self.daemon.wait_exit(limit);
+        assert!(status.success(), "cuzk-daemon exited with {status}");
+        assert!(!self.socket.exists(), "socket {} left behind", self.socket.display());
+    }
+}

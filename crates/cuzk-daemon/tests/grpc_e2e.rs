@@ -1,0 +1,169 @@
+//! The daemon end to end over gRPC on the 2 KiB fixture set: all four proof types proved
+//! concurrently and checked with filecoin-proofs' verifier; priorities; cancel of a pending
+//! and of a running job; await timeouts; duplicate request ids; evict/preload; status and
+//! metrics that move with the work; bad requests (after which good ones still succeed); and
+//! a clean SIGTERM shutdown.
+
+mod common;
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::fixtures::{make_fixture_set, Manifest, DEFAULT_FIXTURE_DIR};
+use cuzk_proto::client::ProvingEngineClient;
+use cuzk_proto::v1::await_proof_response::Status;
+use cuzk_proto::v1::{
+    AwaitProofRequest, AwaitProofResponse, CancelProofRequest, EvictSrsRequest, GetMetricsRequest, GetStatusRequest,
+    PreloadSrsRequest, ProofKind as WireKind, SubmitProofRequest,
+};
+use cuzk_filecoin::ProofKind;
+use tonic::transport::Channel;
+use tonic::Code;
+
+fn fixture() -> (PathBuf, Manifest) {
+    let dir = PathBuf::from(std::env::var("CUZK_FIXTURES").unwrap_or_else(|_| DEFAULT_FIXTURE_DIR.into()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = File::create(dir.with_extension("lock")).unwrap();
+    lock.lock().unwrap();
+    let m = make_fixture_set(&dir, &|msg| eprintln!("[fixtures] {msg}")).expect("fixture set");
+    (dir, m)
+}
+
+fn wire(dir: &PathBuf, m: &Manifest, kind: ProofKind, request_id: &str, priority: i32) -> SubmitProofRequest {
+    let r = request(dir, m, kind).unwrap();
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: kind as i32,
+        sector_size: r.sector_size,
+        registered_proof: r.registered_proof,
+        priority,
+        vanilla_proof: r.vanilla_proof,
+        vanilla_proofs: r.vanilla_proofs,
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness,
+        partition_index: r.partition_index,
+        comm_r_old: r.comm_r_old,
+        comm_r_new: r.comm_r_new,
+        comm_d_new: r.comm_d_new,
+    }
+}
+
+async fn submit(c: &mut ProvingEngineClient<Channel>, req: SubmitProofRequest) -> String {
+    c.submit_proof(req).await.expect("submit").into_inner().job_id
+}
+
+async fn wait(c: &mut ProvingEngineClient<Channel>, job_id: &str, timeout_ms: u64) -> AwaitProofResponse {
+    c.await_proof(AwaitProofRequest { job_id: job_id.into(), timeout_ms }).await.expect("await").into_inner()
+}
+
+async fn status(c: &mut ProvingEngineClient<Channel>) -> cuzk_proto::v1::GetStatusResponse {
+    c.get_status(GetStatusRequest {}).await.unwrap().into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn daemon_proves_schedules_cancels_and_survives_bad_input() {
+    let (dir, m) = fixture();
+    let mut r = common::start(
+        &dir.join("params"),
+        "max_message_bytes = 4194304",
+        "[pipeline]\nsynthesis_workers = 1\nprover_workers = 1\n",
+    )
+    .await;
+    let c = &mut r.client;
+    let kinds = [ProofKind::WinningPost, ProofKind::WindowPostPartition, ProofKind::SnapDealsUpdate, ProofKind::PoRepSealCommit];
+
+    // 1. All four kinds at once, each verified by filecoin-proofs.
+    let mut jobs = vec![];
+    for kind in kinds {
+        jobs.push((kind, submit(c, wire(&dir, &m, kind, &format!("e2e-{kind}"), 0)).await));
+    }
+    let again = c.submit_proof(wire(&dir, &m, ProofKind::WinningPost, "e2e-winning", 0)).await.unwrap().into_inner();
+    assert_eq!(again.job_id, jobs[0].1, "a repeated request_id returns the same job");
+    let st = status(c).await;
+    assert!(st.queues.iter().map(|q| q.pending + q.in_progress).sum::<u32>() >= 1, "{st:?}");
+    for (kind, job) in &jobs {
+        let res = wait(c, job, 0).await;
+        assert_eq!(res.status(), Status::Completed, "{kind}: {}", res.error_message);
+        assert_eq!(res.proof.len(), 192);
+        assert!(res.total_ms >= res.synthesis_ms && res.gpu_compute_ms > 0, "{res:?}");
+        assert!(verify_with_filecoin_proofs(&dir, &m, *kind, &res.proof).unwrap(), "{kind} proof rejected by filecoin-proofs");
+    }
+    let st = status(c).await;
+    assert_eq!(st.total_proofs_completed, 4);
+    assert_eq!(st.loaded_srs.len(), 4, "{st:?}");
+    let text = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(text.contains("cuzk_proofs_completed_total{kind=\"porep\"} 1"), "{text}");
+
+    // 2. Priorities and cancellation (one synthesis and one prover worker). A PoRep starts
+    // running; a second PoRep, a low-priority WindowPoSt and a WinningPoSt queue behind it.
+    let p1 = submit(c, wire(&dir, &m, ProofKind::PoRepSealCommit, "prio-porep-1", 0)).await;
+    let p2 = submit(c, wire(&dir, &m, ProofKind::PoRepSealCommit, "prio-porep-2", 0)).await;
+    let low = submit(c, wire(&dir, &m, ProofKind::WindowPostPartition, "prio-wpost-low", 1)).await;
+    let win = c.submit_proof(wire(&dir, &m, ProofKind::WinningPost, "prio-winning", 0)).await.unwrap().into_inner();
+    assert_eq!(win.queue_position, 0, "WinningPoSt defaults to CRITICAL and goes first");
+    // Cancel the pending low-priority job.
+    let cancel = c.cancel_proof(CancelProofRequest { job_id: low.clone() }).await.unwrap().into_inner();
+    assert!(!cancel.was_running);
+    assert_eq!(wait(c, &low, 0).await.status(), Status::Cancelled);
+    // Wait until the first PoRep is running, then cancel it.
+    let start = Instant::now();
+    while status(c).await.queues.iter().find(|q| q.proof_kind == "porep").unwrap().in_progress == 0 {
+        assert!(start.elapsed() < Duration::from_secs(120), "PoRep never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cancel = c.cancel_proof(CancelProofRequest { job_id: p1.clone() }).await.unwrap().into_inner();
+    assert!(cancel.was_running, "the first PoRep was running");
+    assert_eq!(wait(c, &p1, 0).await.status(), Status::Cancelled);
+    // The WinningPoSt overtakes the PoRep queued before it.
+    let w = wait(c, &win.job_id, 0).await;
+    assert_eq!(w.status(), Status::Completed, "{}", w.error_message);
+    assert!(verify_with_filecoin_proofs(&dir, &m, ProofKind::WinningPost, &w.proof).unwrap());
+    let t = wait(c, &p2, 10).await;
+    assert_eq!(t.status(), Status::Timeout, "the second PoRep must still be in progress: {t:?}");
+    c.cancel_proof(CancelProofRequest { job_id: p2.clone() }).await.unwrap();
+    assert_eq!(wait(c, &p2, 0).await.status(), Status::Cancelled);
+
+    // 3. Evict and preload parameters.
+    let ev = c.evict_srs(EvictSrsRequest { circuit_id: "wpost-2k".into() }).await.unwrap().into_inner();
+    assert!(ev.was_loaded && ev.freed_bytes > 0, "{ev:?}");
+    assert!(status(c).await.loaded_srs.iter().all(|s| s.circuit_id != "wpost-2k"));
+    let pre = c.preload_srs(PreloadSrsRequest { circuit_id: "wpost-2k".into() }).await.unwrap().into_inner();
+    assert!(!pre.already_loaded);
+    let pre = c.preload_srs(PreloadSrsRequest { circuit_id: "wpost-2k".into() }).await.unwrap().into_inner();
+    assert!(pre.already_loaded);
+
+    // 4. Bad requests, then a good one.
+    let mut garbage = wire(&dir, &m, ProofKind::PoRepSealCommit, "bad-1", 0);
+    garbage.vanilla_proof = vec![0xff; 1000];
+    assert_eq!(c.submit_proof(garbage).await.unwrap_err().code(), Code::InvalidArgument);
+    let mut wrong_kind = wire(&dir, &m, ProofKind::SnapDealsUpdate, "bad-2", 0);
+    wrong_kind.proof_kind = WireKind::WinningPost as i32;
+    let e = c.submit_proof(wrong_kind).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    let mut unknown = wire(&dir, &m, ProofKind::WindowPostPartition, "bad-3", 0);
+    unknown.registered_proof = 77;
+    assert_eq!(c.submit_proof(unknown).await.unwrap_err().code(), Code::InvalidArgument);
+    let mut huge = wire(&dir, &m, ProofKind::PoRepSealCommit, "bad-4", 0);
+    huge.vanilla_proof = vec![b' '; 5 << 20];
+    let e = c.submit_proof(huge).await.unwrap_err();
+    assert!(matches!(e.code(), Code::ResourceExhausted | Code::OutOfRange | Code::InvalidArgument), "{e:?}");
+    let good = submit(c, wire(&dir, &m, ProofKind::WindowPostPartition, "after-bad", 0)).await;
+    let res = wait(c, &good, 0).await;
+    assert_eq!(res.status(), Status::Completed, "{}", res.error_message);
+    assert!(verify_with_filecoin_proofs(&dir, &m, ProofKind::WindowPostPartition, &res.proof).unwrap());
+
+    // 5. Status and metrics moved with the work.
+    let st = status(c).await;
+    assert_eq!(st.total_proofs_completed, 6, "{st:?}");
+    let text = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(text.contains("cuzk_proofs_completed_total{kind=\"wpost\"} 2"), "{text}");
+    assert!(text.contains("cuzk_proofs_cancelled_total{kind=\"porep\"} 2"), "{text}");
+    let http = common::http_get(r.http_port, "/metrics");
+    assert!(http.contains("cuzk_proofs_completed_total{kind=\"winning\"} 2"), "{http}");
+
+    // 6. SIGTERM: clean shutdown.
+    r.stop(Duration::from_secs(60));
+}

@@ -1,0 +1,89 @@
+//! `WitnessCs`: a constraint system that only computes the witness. `alloc`/`alloc_input`
+//! call the value closure and store the value; `enforce` does nothing — it does not even
+//! build the linear combinations, which is most of what plain synthesis spends beyond the
+//! witness itself. The structure comes from the pre-compiled matrices instead.
+//!
+//! Like `RecordingCs` it mirrors `ProvingAssignment` in everything a circuit can observe
+//! (`is_extensible`, `extend`, numbering), so the witness vectors come out in the same order
+//! as the recorded columns. It deliberately stays *not* a witness generator
+//! (`is_witness_generator` = false, the default): gadgets such as neptune's Poseidon take a
+//! different allocation path for witness generators, and the witness must be laid out
+//! exactly as the recorded structure (made by a non-generator) expects.
+
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+
+#[derive(Clone, Debug, Default)]
+pub struct WitnessCs {
+    pub inputs: Vec<Fr>,
+    pub aux: Vec<Fr>,
+}
+
+impl WitnessCs {
+    /// A witness with the constant-one input allocated as input 0.
+    pub fn new_with_one() -> Self {
+        WitnessCs { inputs: vec![Fr::ONE], aux: Vec::new() }
+    }
+}
+
+impl ConstraintSystem<Fr> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// As `ProvingAssignment::extend`: `other`'s input 0 is its temporary ONE (our input 0).
+    fn extend(&mut self, other: &Self) {
+        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.aux.extend_from_slice(&other.aux);
+    }
+}
