@@ -5,6 +5,7 @@ mod client;
 mod compare;
 mod demo;
 mod fixtures;
+mod pce_bench;
 mod report;
 
 use std::path::PathBuf;
@@ -33,6 +34,9 @@ pub struct FixtureDir {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Pre-compiled constraint evaluation: extraction cost, matrix sizes, and per-partition
+    /// synthesis time plain vs PCE on the 2 KiB fixture circuits.
+    PceBench(pce_bench::Args),
     /// Make the 2 KiB fixture set (insecure test parameters, a sealed sector, C1 output,
     /// PoSt and SnapDeals vanilla proofs) if it is not there yet.
     Fixtures(FixtureDir),
@@ -77,6 +81,7 @@ fn main() -> anyhow::Result<()> {
         Command::Fixtures(f) => fixtures::run(&f.dir).map(|_| ()),
         Command::Demo(f) => demo::run(&f.dir),
         Command::Compare(args) => compare::run(&args),
+        Command::PceBench(args) => pce_bench::run(&args),
         Command::Single(args) => client::block_on(client::single::run(&addr, args)),
         Command::Batch(args) => client::block_on(client::batch::run(&addr, args)),
         Command::Status(args) => client::block_on(client::status::run(&addr, args)),

@@ -103,7 +103,7 @@ impl Default for PipelineConfig {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// Bytes of host memory working sets may take (SRS excluded); 0 = 80 % of physical
+    /// Bytes of host memory working sets may take (SRS excluded); 0 = 70 % of physical
     /// memory at start.
     pub budget_bytes: u64,
 }

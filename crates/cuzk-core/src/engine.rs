@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
-use cuzk_groth16::{CpuProver, ProverBackend};
+use cuzk_groth16::ProverBackend;
 
 use crate::config::Config;
 use crate::error::EngineError;
 use crate::pipeline::{self, ProvedPartition};
+use crate::pce_cache::PceCache;
 use crate::srs_cache::SrsCache;
 
 /// Timings of one proof, in the shape `AwaitProofResponse` reports them.
@@ -38,6 +39,8 @@ pub struct ProofOutput {
 pub struct Engine {
     pub config: Config,
     pub srs: Arc<SrsCache>,
+    /// Present when `pce.enabled`.
+    pub pce: Option<Arc<PceCache>>,
     backend: Arc<dyn ProverBackend>,
 }
 
@@ -45,7 +48,9 @@ impl Engine {
     pub fn new(config: Config) -> Result<Engine, EngineError> {
         config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
         let srs = Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into()));
-        Ok(Engine { config, srs, backend: Arc::new(CpuProver) })
+        let backend = crate::backend::select(&config)?;
+        let pce = config.pce.enabled.then(|| Arc::new(PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone())));
+        Ok(Engine { config, srs, pce, backend })
     }
 
     pub fn backend(&self) -> &dyn ProverBackend {
@@ -57,6 +62,10 @@ impl Engine {
         let start = Instant::now();
         let prepared = prepare(req)?;
         let total = prepared.partitions.len();
+        let pce = match &self.pce {
+            Some(cache) => Some(cache.get(prepared.circuit_id)?.0),
+            None => None,
+        };
         let srs_start = Instant::now();
         let (srs, loaded_now) = self.srs.get(prepared.circuit_id)?;
         let srs_load = if loaded_now { srs_start.elapsed() } else { Duration::ZERO };
@@ -67,7 +76,7 @@ impl Engine {
             let partitions = prepared.partitions;
             scope.spawn(move || {
                 for p in partitions {
-                    let r = pipeline::synthesize(p);
+                    let r = pipeline::synthesize(p, pce.as_deref());
                     let stop = r.is_err();
                     if tx.send(r).is_err() || stop {
                         break;

@@ -2,10 +2,12 @@
 //! pipeline stages, the in-process engine that runs one proof through them, and the
 //! daemon's scheduler that runs many at once.
 
+pub mod backend;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod metrics;
+pub mod pce_cache;
 pub mod pipeline;
 pub mod scheduler;
 pub mod srs_cache;

@@ -15,6 +15,8 @@ pub struct Metrics {
     pub queue_pending: IntGaugeVec,
     pub queue_running: IntGaugeVec,
     pub partitions_in_flight: IntGauge,
+    /// Partitions synthesized, by path: "pce" (pre-compiled) or "plain".
+    pub synthesized: IntCounterVec,
     pub srs_resident_bytes: IntGauge,
     pub memory_used_bytes: IntGauge,
     pub memory_limit_bytes: IntGauge,
@@ -58,6 +60,15 @@ impl Default for Metrics {
             queue_pending: gauge_vec(&r, "cuzk_queue_pending_jobs", "Jobs waiting for their first partition to start"),
             queue_running: gauge_vec(&r, "cuzk_queue_running_jobs", "Jobs with partitions in progress"),
             partitions_in_flight: gauge(&r, "cuzk_partitions_in_flight", "Partitions synthesized or being proved now"),
+            synthesized: {
+                let c = IntCounterVec::new(
+                    Opts::new("cuzk_partitions_synthesized_total", "Partitions synthesized, by path (pce or plain)"),
+                    &["path"],
+                )
+                .expect("valid metric");
+                r.register(Box::new(c.clone())).expect("unique metric");
+                c
+            },
             srs_resident_bytes: gauge(&r, "cuzk_srs_resident_bytes", "Bytes of Groth16 parameters resident in memory"),
             memory_used_bytes: gauge(&r, "cuzk_memory_budget_used_bytes", "Working-set bytes reserved by partitions"),
             memory_limit_bytes: gauge(&r, "cuzk_memory_budget_limit_bytes", "Working-set memory budget"),
@@ -77,6 +88,9 @@ impl Metrics {
             }
             m.queue_pending.with_label_values(&[kind]);
             m.queue_running.with_label_values(&[kind]);
+        }
+        for path in ["pce", "plain"] {
+            m.synthesized.with_label_values(&[path]);
         }
         m
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{catch_panic, Partition};
 use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness};
+use cuzk_pce::PreCompiled;
 
 use crate::error::EngineError;
 use crate::srs_cache::LoadedSrs;
@@ -17,6 +18,8 @@ pub struct SynthesizedPartition {
     pub assignment: ProvingAssignment,
     pub public_inputs: Vec<Fr>,
     pub synthesis_time: Duration,
+    /// Whether the pre-compiled (PCE) path produced it.
+    pub via_pce: bool,
 }
 
 impl SynthesizedPartition {
@@ -39,23 +42,39 @@ pub struct ProvedPartition {
 /// Run the circuit into a proving assignment and check that the public inputs it allocated
 /// are the ones the request implies. A mismatch means the inputs are inconsistent, and it is
 /// caught here, before any proving time is spent on a proof that cannot verify.
-pub fn synthesize(partition: Partition) -> Result<SynthesizedPartition, EngineError> {
+///
+/// With `pce`, only the witness is computed and a, b, c come from the pre-compiled matrices
+/// (bit-identical to plain synthesis); without, the circuit is synthesized in full.
+pub fn synthesize(partition: Partition, pce: Option<&PreCompiled>) -> Result<SynthesizedPartition, EngineError> {
     let start = Instant::now();
     let Partition { index, circuit, public_inputs } = partition;
+    let synthesis_error = |message: String| EngineError::Synthesis { partition: index, message };
     // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
     // error; that is bad input, and must not take the worker (or the daemon) down.
-    let assignment = catch_panic(|| circuit.synthesize())
-        .map_err(|m| EngineError::Synthesis { partition: index, message: format!("circuit panicked: {m}") })?
-        .map_err(|e| EngineError::Synthesis { partition: index, message: e.to_string() })?;
+    let assignment = match pce {
+        None => catch_panic(|| circuit.synthesize())
+            .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
+            .map_err(|e| synthesis_error(e.to_string()))?,
+        Some(pc) => {
+            let (inputs, aux) = catch_panic(|| circuit.witness())
+                .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
+                .map_err(|e| synthesis_error(e.to_string()))?;
+            let witness_time = start.elapsed();
+            let assignment = cuzk_pce::evaluate(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
+            tracing::debug!(partition = index, witness_ms = witness_time.as_millis() as u64,
+                matvec_ms = (start.elapsed() - witness_time).as_millis() as u64, "PCE synthesis");
+            assignment
+        }
+    };
     if assignment.input_assignment.get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });
     }
-    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed() })
+    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), via_pce: pce.is_some() })
 }
 
 /// Prove one synthesized partition with fresh randomness.
 pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition) -> Result<ProvedPartition, EngineError> {
-    let SynthesizedPartition { index, assignment, public_inputs, synthesis_time } = s;
+    let SynthesizedPartition { index, assignment, public_inputs, synthesis_time, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
     let (proof, prove_timings) = catch_panic(|| backend.prove(&srs.srs, assignment, rs))
         .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))?

@@ -55,3 +55,18 @@ fn porep_c2_verifies_with_filecoin_proofs_from_envelope_and_bare_c1() {
         assert_eq!(x.public_inputs, y.public_inputs);
     }
 }
+
+#[test]
+fn both_synthesis_paths_are_exercised() {
+    // The shared engine runs the pre-compiled (PCE) path, the default…
+    let f = common::fixture();
+    assert!(f.engine.pce.is_some(), "PCE is on by default");
+    // …and with PCE switched off, plain synthesis proves just as well.
+    let mut config = f.engine.config.clone();
+    config.apply_env(|k| (k == "CUZK_DISABLE_PCE").then(|| "1".to_string()));
+    let plain = cuzk_core::Engine::new(config).unwrap();
+    assert!(plain.pce.is_none());
+    let req = request(&f.dir, &f.manifest, ProofKind::WindowPostPartition).unwrap();
+    let out = plain.prove(&req).unwrap();
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WindowPostPartition, &out.proof).unwrap());
+}

@@ -161,6 +161,9 @@ async fn daemon_proves_schedules_cancels_and_survives_bad_input() {
     let text = c.get_metrics(GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(text.contains("cuzk_proofs_completed_total{kind=\"wpost\"} 2"), "{text}");
     assert!(text.contains("cuzk_proofs_cancelled_total{kind=\"porep\"} 2"), "{text}");
+    // The pre-compiled (PCE) synthesis path is the one actually taken.
+    assert!(!text.contains("cuzk_partitions_synthesized_total{path=\"pce\"} 0"), "{text}");
+    assert!(text.contains("cuzk_partitions_synthesized_total{path=\"plain\"} 0"), "{text}");
     let http = common::http_get(r.http_port, "/metrics");
     assert!(http.contains("cuzk_proofs_completed_total{kind=\"winning\"} 2"), "{http}");
 

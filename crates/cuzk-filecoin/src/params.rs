@@ -27,6 +27,7 @@ use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound};
 use storage_proofs_post::fallback::{FallbackPoStCircuit, FallbackPoStCompound};
 use storage_proofs_update::EmptySectorUpdateCompound;
 
+use crate::circuits::PartitionCircuit;
 use crate::registry::{CircuitId, Registered};
 
 /// Where a circuit's parameter files live inside a parameter directory.
@@ -131,6 +132,39 @@ fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) ->
 }
 
 type Params = groth16::Parameters<Bls12>;
+
+/// The blank circuit of `circuit` (no witness values): what parameters are generated from,
+/// and what PCE records the constraint structure of.
+pub fn blank_circuit(circuit: CircuitId) -> Result<Box<dyn PartitionCircuit>> {
+    let reg = circuit.representative();
+    let size = reg.sector_size().bytes();
+    match reg {
+        Registered::Seal(p) => with_shape!(size, porep_blank, &p.as_v1_config()),
+        Registered::Winning(p) => with_shape!(size, winning_blank, &p.as_v1_config()),
+        Registered::Window(p) => with_shape!(size, window_blank, &p.as_v1_config()),
+        Registered::Update(_) => with_shape!(size, snap_blank, size),
+    }
+}
+
+fn porep_blank<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoRepConfig) -> Result<Box<dyn PartitionCircuit>> {
+    let pp = public_params::<Tree>(cfg)?;
+    Ok(Box::new(<StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp)))
+}
+
+fn winning_blank<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig) -> Result<Box<dyn PartitionCircuit>> {
+    let pp = winning_post_public_params::<Tree>(cfg)?;
+    Ok(Box::new(<FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp)))
+}
+
+fn window_blank<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig) -> Result<Box<dyn PartitionCircuit>> {
+    let pp = window_post_public_params::<Tree>(cfg)?;
+    Ok(Box::new(<FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp)))
+}
+
+fn snap_blank<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64) -> Result<Box<dyn PartitionCircuit>> {
+    let pp = storage_proofs_update::PublicParams::from_sector_size(sector_bytes);
+    Ok(Box::new(<EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::blank_circuit(&pp)))
+}
 
 fn porep_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoRepConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
     let pp = public_params::<Tree>(cfg)?;

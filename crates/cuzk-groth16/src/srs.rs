@@ -18,6 +18,7 @@ use std::time::UNIX_EPOCH;
 
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
+use group::UncompressedEncoding;
 use memmap2::Mmap;
 use rayon::prelude::*;
 
@@ -220,29 +221,33 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn decode_g1(bytes: &[u8], subgroup: bool) -> Result<G1Affine, &'static str> {
-    // blst's deserialisation rejects coordinates out of range and points off the curve.
-    let p: G1Affine = Option::from(G1Affine::from_uncompressed_unchecked(bytes.try_into().unwrap()))
-        .ok_or("not a point on the curve")?;
+/// Decode one uncompressed point. blst's deserialisation rejects coordinates out of range
+/// and points off the curve; the checked variant adds the subgroup check.
+fn decode<P>(bytes: &[u8], subgroup: bool) -> Result<P, &'static str>
+where
+    P: UncompressedEncoding + PrimeCurveAffine,
+    P::Uncompressed: Default + AsMut<[u8]>,
+{
+    let mut repr = P::Uncompressed::default();
+    repr.as_mut().copy_from_slice(bytes);
+    let decoded = if subgroup { P::from_uncompressed(&repr) } else { P::from_uncompressed_unchecked(&repr) };
+    let p: P = Option::from(decoded).ok_or(if subgroup {
+        "not a point on the curve in the prime-order subgroup"
+    } else {
+        "not a point on the curve"
+    })?;
     if bool::from(p.is_identity()) {
         return Err("point at infinity");
-    }
-    if subgroup && !bool::from(p.is_torsion_free()) {
-        return Err("not in the prime-order subgroup");
     }
     Ok(p)
 }
 
+fn decode_g1(bytes: &[u8], subgroup: bool) -> Result<G1Affine, &'static str> {
+    decode(bytes, subgroup)
+}
+
 fn decode_g2(bytes: &[u8], subgroup: bool) -> Result<G2Affine, &'static str> {
-    let p: G2Affine = Option::from(G2Affine::from_uncompressed_unchecked(bytes.try_into().unwrap()))
-        .ok_or("not a point on the curve")?;
-    if bool::from(p.is_identity()) {
-        return Err("point at infinity");
-    }
-    if subgroup && !bool::from(p.is_torsion_free()) {
-        return Err("not in the prime-order subgroup");
-    }
-    Ok(p)
+    decode(bytes, subgroup)
 }
 
 fn sidecar(path: &Path) -> PathBuf {

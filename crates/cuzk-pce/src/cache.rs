@@ -42,8 +42,9 @@ use crate::matrix::{Csr, RowPtr, RowPtrView, Storage};
 use crate::PreCompiled;
 
 const MAGIC: [u8; 8] = *b"CUZKPCE\0";
-/// Bump on any change of the layout or of what is recorded.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bump on any change of the layout or of what is recorded (2: coefficient tables always
+/// start with 1, -1).
+pub const FORMAT_VERSION: u32 = 2;
 const FIXED_HEADER: usize = 200;
 const PAGE: usize = 4096;
 const SECTION_ALIGN: usize = 64;

@@ -4,7 +4,7 @@
 //! synthesis into a `ProvingAssignment` rebuilds every linear combination of every
 //! constraint for every proof. PCE records the R1CS once ([`extract`], into CSR matrices
 //! that can be cached on disk, see [`cache`]), and per proof only computes the witness
-//! ([`witness`]) and the sparse products a = A·w, b = B·w, c = C·w ([`evaluate`]).
+//! ([`witness()`]) and the sparse products a = A·w, b = B·w, c = C·w ([`evaluate`]).
 //!
 //! The result is bit-identical to `ProvingAssignment` synthesis followed by `finish` —
 //! a, b, c, both witness vectors and the three densities — so a prover backend cannot tell
@@ -54,7 +54,7 @@ pub struct PceStats {
     pub num_constraints: usize,
     /// Non-zeros of A, B, C.
     pub nnz: [usize; 3],
-    /// Distinct coefficient values of A, B, C (each table includes 1).
+    /// Coefficient-table sizes of A, B, C (each table always holds 1 and -1).
     pub distinct_coefficients: [usize; 3],
     /// Bytes held by the matrices and densities (heap or mapped).
     pub bytes_resident: usize,
@@ -160,4 +160,12 @@ pub fn evaluate(pc: &PreCompiled, inputs: Vec<Fr>, aux: Vec<Fr>) -> Result<Provi
         input_assignment: inputs,
         aux_assignment: aux,
     })
+}
+
+/// The first constraint the assignment violates (a·b ≠ c), if any. Evaluation does not
+/// check satisfaction (neither does plain synthesis); this lets a caller reject a bad
+/// witness before spending a proof on it. Works on any `ProvingAssignment`.
+pub fn first_unsatisfied(pa: &ProvingAssignment) -> Option<usize> {
+    use rayon::prelude::*;
+    (0..pa.a.len()).into_par_iter().with_min_len(4096).find_first(|&i| pa.a[i] * pa.b[i] != pa.c[i])
 }

@@ -5,8 +5,9 @@
 //! coefficient values: 8 bytes instead of the 36+ of a `(usize, Fr)` pair. A 32 GiB PoRep
 //! partition has ~722 M non-zeros, so this is the difference between ~6 GB and ~26 GB
 //! resident. Filecoin circuits use few distinct coefficients (1, -1, powers of two from bit
-//! packing, a handful of constants), so the table stays tiny; index [`ONE_COEFF`] is always 1
-//! and is evaluated without a multiplication (most non-zeros are 1).
+//! packing, a handful of constants), so the table stays tiny. Index [`ONE_COEFF`] is always
+//! 1 and [`MINUS_ONE_COEFF`] always -1, and both are evaluated without a multiplication: most
+//! non-zeros are 1, and -1 (booleanity `b * (1 - b) = 0`, subtractions) is next.
 //!
 //! Columns: both index spaces share one `u32`. Bit 31 ([`INPUT_TAG`]) set means "input
 //! index", clear means "aux index". Circuits number inputs and aux separately and may
@@ -34,6 +35,8 @@ pub const INPUT_TAG: u32 = 1 << 31;
 pub const MAX_INDEX: usize = (INPUT_TAG - 1) as usize;
 /// Coefficient-table index of the value 1 (always present, always at 0).
 pub const ONE_COEFF: u32 = 0;
+/// Coefficient-table index of the value -1 (always present, always at 1).
+pub const MINUS_ONE_COEFF: u32 = 1;
 /// Rows per rayon task in [`Csr::mul_vec`]: rows are short (a few non-zeros), so tasks must
 /// batch many of them to amortise scheduling.
 const ROWS_PER_TASK: usize = 4096;
@@ -142,7 +145,7 @@ pub struct Csr {
     pub(crate) row_ptr: RowPtr,
     pub(crate) cols: Storage<u32>,
     pub(crate) coeff_idx: Storage<u32>,
-    /// Distinct coefficient values; `coeffs[ONE_COEFF] == 1`; no zero entries.
+    /// Distinct coefficient values; `coeffs[0] == 1`, `coeffs[1] == -1`; no zero entries.
     pub(crate) coeffs: Vec<Fr>,
 }
 
@@ -164,7 +167,7 @@ impl Csr {
         self.coeff_idx.as_slice()
     }
 
-    /// The table of distinct coefficients; entry 0 is 1.
+    /// The table of distinct coefficients; entry 0 is 1, entry 1 is -1 (always, used or not).
     pub fn coefficients(&self) -> &[Fr] {
         &self.coeffs
     }
@@ -240,8 +243,8 @@ impl Csr {
         if !self.coefficient_indices().par_iter().all(|&k| (k as u64) < n) {
             return Err("a coefficient index is out of range".into());
         }
-        if self.coeffs.first() != Some(&Fr::ONE) {
-            return Err("coefficient table does not start with 1".into());
+        if self.coeffs.get(..2) != Some(&[Fr::ONE, -Fr::ONE][..]) {
+            return Err("coefficient table does not start with 1, -1".into());
         }
         if self.coeffs.iter().any(|c| bool::from(c.is_zero())) {
             return Err("coefficient table holds a zero".into());
@@ -316,6 +319,8 @@ fn dot(cols: &[u32], idx: &[u32], table: &[Fr], inputs: &[Fr], aux: &[Fr]) -> Fr
         let v = if c & INPUT_TAG != 0 { inputs[(c & !INPUT_TAG) as usize] } else { aux[c as usize] };
         if k == ONE_COEFF {
             acc += v;
+        } else if k == MINUS_ONE_COEFF {
+            acc -= v;
         } else {
             acc += v * table[k as usize];
         }
@@ -409,11 +414,12 @@ impl CsrBuilder {
     pub(crate) fn new() -> Self {
         let mut lookup = HashMap::default();
         lookup.insert(key(&Fr::ONE), ONE_COEFF);
+        lookup.insert(key(&-Fr::ONE), MINUS_ONE_COEFF);
         CsrBuilder {
             row_ptr: RowPtrVec::Narrow(vec![0]),
             cols: Vec::new(),
             coeff_idx: Vec::new(),
-            coeffs: vec![Fr::ONE],
+            coeffs: vec![Fr::ONE, -Fr::ONE],
             lookup,
         }
     }
@@ -503,7 +509,7 @@ mod tests {
         b.end_row();
         let m = b.finish();
         assert_eq!((m.rows(), m.nnz(), m.coefficients().len()), (3, 4, 3));
-        assert_eq!(m.coefficients()[0], Fr::ONE);
+        assert_eq!(m.coefficients()[..2], [Fr::ONE, -Fr::ONE]);
         let (inputs, aux) = ([Fr::ONE], [Fr::from(5u64), Fr::from(7u64)]);
         let out = m.mul_vec(&inputs, &aux);
         assert_eq!(out, vec![Fr::from(15u64), Fr::ZERO, Fr::from(5u64)]);

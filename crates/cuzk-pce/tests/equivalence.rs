@@ -9,7 +9,7 @@ use std::time::Instant;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use common::*;
-use cuzk_pce::{evaluate, extract, witness, Column, PceError};
+use cuzk_pce::{evaluate, extract, first_unsatisfied, witness, Column, PceError};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -75,8 +75,8 @@ fn bits_circuit() {
     let real = Bits { values: Some(bits_values(n, 5)), n };
     assert_same(&plain(real.clone()), &via_pce(Bits { values: None, n }, real), "bits");
     let stats = extract(Bits { values: None, n }).unwrap().stats();
-    // Powers of two 2^0..2^63 from packing, and -1 from the booleanity constraints in B.
-    assert_eq!(stats.distinct_coefficients, [64, 2, 1]);
+    // Tables always hold 1 and -1; A adds 2^1..2^63 from packing.
+    assert_eq!(stats.distinct_coefficients, [65, 2, 2]);
 }
 
 /// Exact counts on the cubic circuit, worked out by hand.
@@ -87,8 +87,8 @@ fn stats_of_cubic() {
     // A: x | x2 (merged) | x3,x,ONE | ONE | - | input rows ONE, out.
     // B: x | x | ONE | out | - .   C: x2 | x3 | out | out | only_c.
     assert_eq!(s.nnz, [1 + 1 + 3 + 1 + 2, 4, 5]);
-    // A: 1 and 5 (x2/2 + x2/2 merged into coefficient 1); B and C: only 1.
-    assert_eq!(s.distinct_coefficients, [2, 1, 1]);
+    // Tables always hold 1 and -1; A adds 5 (x2/2 + x2/2 merged into coefficient 1).
+    assert_eq!(s.distinct_coefficients, [3, 2, 2]);
     assert_eq!((s.a_aux_dense, s.b_input_dense, s.b_aux_dense), (3, 2, 1));
     assert!(s.bytes_resident > 0);
     assert!(s.to_string().contains("7 constraints"), "{s}");
@@ -194,13 +194,45 @@ fn timing_on_the_bits_circuit() {
     let t_eval = t.elapsed();
 
     assert_same(&want, &got, "bits timing");
+
+    // The cache: save, load (mapped), evaluate from the mapped matrices.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bits.pce");
+    let t = Instant::now();
+    cuzk_pce::cache::save(&pc, &path, "bits").unwrap();
+    let t_save = t.elapsed();
+    let t = Instant::now();
+    let loaded = cuzk_pce::cache::load(&path, "bits").unwrap();
+    let t_load = t.elapsed();
+    let (inputs, aux) = (got.input_assignment.clone(), got.aux_assignment.clone());
+    let t = Instant::now();
+    let from_cache = evaluate(&loaded, inputs, aux).unwrap();
+    let t_eval_mapped = t.elapsed();
+    assert_same(&want, &from_cache, "bits timing, from cache");
+
     eprintln!(
         "bits n={n}: {}\n  plain synthesis {t_plain:?}; extract (once) {t_extract:?}; \
-         witness {t_witness:?} + evaluate {t_eval:?} = {:?} ({} rayon threads)",
+         witness {t_witness:?} + evaluate {t_eval:?} = {:?} ({} rayon threads)\n  \
+         cache: save {t_save:?}, load+verify {t_load:?} ({} bytes), evaluate from the map {t_eval_mapped:?}",
         pc.stats(),
         t_witness + t_eval,
-        rayon::current_num_threads()
+        rayon::current_num_threads(),
+        std::fs::metadata(&path).unwrap().len(),
     );
+}
+
+#[test]
+fn satisfaction_check() {
+    let pa = via_pce(Cubic { x: None }, Cubic { x: Some(Fr::from(3u64)) });
+    assert_eq!(first_unsatisfied(&pa), None);
+    let n = 50;
+    let pa = via_pce(Bits { values: None, n }, Bits { values: Some(bits_values(n, 1)), n });
+    assert_eq!(first_unsatisfied(&pa), None);
+    // Corrupt one aux value (x2 = x^2 in constraint 0) and evaluate again.
+    let pc = extract(Cubic { x: None }).unwrap();
+    let (inputs, mut aux) = witness(Cubic { x: Some(Fr::from(3u64)) }).unwrap();
+    aux[1] += Fr::ONE;
+    assert_eq!(first_unsatisfied(&evaluate(&pc, inputs, aux).unwrap()), Some(0));
 }
 
 /// Extending a system that has no ONE with one that has inputs breaks `extend`'s contract

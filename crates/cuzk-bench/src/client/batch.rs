@@ -163,7 +163,7 @@ fn latency_row(label: String, group: &[&Outcome]) -> Vec<String> {
     let failed = group.len() - ok.len();
     let mut row = vec![label, ok.len().to_string(), failed.to_string()];
     if ok.is_empty() {
-        row.extend(std::iter::repeat("-".to_string()).take(5));
+        row.extend(std::iter::repeat_n("-".to_string(), 5));
         return row;
     }
     let avg = ok.iter().sum::<Duration>() / ok.len() as u32;

@@ -76,6 +76,22 @@ impl Args {
         self.c1.is_some() || !self.vanilla.is_empty()
     }
 
+    /// The first input flag given that only file mode uses.
+    fn file_only_flag(&self) -> Option<&'static str> {
+        [
+            ("--registered-proof", self.registered_proof.is_some()),
+            ("--randomness", self.randomness.is_some()),
+            ("--miner-id", self.miner_id.is_some()),
+            ("--sector-number", self.sector_number.is_some()),
+            ("--partition-index", self.partition_index.is_some()),
+            ("--comm-r-old", self.comm_r_old.is_some()),
+            ("--comm-r-new", self.comm_r_new.is_some()),
+            ("--comm-d-new", self.comm_d_new.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+
     /// The request from files and flags.
     fn file_request(&self) -> Result<ProofRequest> {
         let registered_proof = self.registered_proof.context("--registered-proof is required with --c1/--vanilla")?;
@@ -129,12 +145,10 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
     };
     let req = match &fixture {
         Some(m) => {
-            let mut r = request(dir, m, args.kind)?;
-            // Flags given explicitly override the fixture's values.
-            if let Some(p) = args.partition_index {
-                r.partition_index = p;
+            if let Some(flag) = args.file_only_flag() {
+                bail!("{flag} only applies with --c1/--vanilla; fixture mode takes every input from {}", dir.display());
             }
-            r
+            request(dir, m, args.kind)?
         }
         None => args.file_request()?,
     };

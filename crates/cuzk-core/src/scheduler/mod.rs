@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, InputError, ProofKind, ProofRequest};
-use cuzk_groth16::{CpuProver, ProverBackend};
+use cuzk_groth16::ProverBackend;
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
@@ -31,6 +31,7 @@ use workers::{ReadyWork, Work};
 use crate::config::Config;
 use crate::error::EngineError;
 use crate::metrics::Metrics;
+use crate::pce_cache::PceCache;
 use crate::srs_cache::{EvictOutcome, ResidentSrs, SrsCache};
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +88,8 @@ pub struct StatusSnapshot {
 pub(crate) struct Shared {
     pub config: Config,
     pub srs: Arc<SrsCache>,
+    /// Present when `pce.enabled`.
+    pub pce: Option<Arc<PceCache>>,
     pub backend: Arc<dyn ProverBackend>,
     pub memory: Arc<MemoryBudget>,
     pub metrics: Metrics,
@@ -107,16 +110,21 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// Start the worker threads. `backend` defaults to the CPU prover.
+    /// Start the worker threads. `backend` defaults to the one `gpus.backend` selects.
     pub fn start(config: Config, backend: Option<Arc<dyn ProverBackend>>) -> Result<Arc<Scheduler>, EngineError> {
         config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
         let limit = match config.memory.budget_bytes {
             0 => MemoryBudget::default_limit(),
             b => b,
         };
+        let backend = match backend {
+            Some(b) => b,
+            None => crate::backend::select(&config)?,
+        };
         let shared = Arc::new(Shared {
             srs: Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into())),
-            backend: backend.unwrap_or_else(|| Arc::new(CpuProver)),
+            pce: config.pce.enabled.then(|| Arc::new(PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone()))),
+            backend,
             memory: MemoryBudget::new(limit),
             metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
             pending: WorkQueue::default(),

@@ -70,8 +70,20 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
         }
         let in_flight = InFlight::new(sh);
         let index = partition.index;
-        match pipeline::synthesize(partition) {
+        let pce = match &sh.pce {
+            Some(cache) => match cache.get(job.circuit) {
+                Ok((pc, _)) => Some(pc),
+                Err(e) => {
+                    fail(sh, &job, &e);
+                    continue;
+                }
+            },
+            None => None,
+        };
+        match pipeline::synthesize(partition, pce.as_deref()) {
             Ok(s) => {
+                let path = if s.via_pce { "pce" } else { "plain" };
+                sh.metrics.synthesized.with_label_values(&[path]).inc();
                 sh.memory.observe(job.circuit, s.assignment.num_constraints());
                 sh.metrics.synthesis_seconds.with_label_values(&[job.kind.name()]).observe(s.synthesis_time.as_secs_f64());
                 if job.is_cancelled_or_done() {

@@ -11,15 +11,21 @@ mod snap;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use cuzk_groth16::{Fr, ProvingAssignment};
+use cuzk_pce::PreCompiled;
 
 use crate::error::InputError;
 use crate::registry::{CircuitId, Registered};
 use crate::request::ProofRequest;
 
-/// A circuit for one partition, ready to synthesize.
+/// A circuit for one partition. Three ways to run it, which must agree exactly (tests check
+/// that they do for every circuit type):
 pub trait PartitionCircuit: Send {
-    /// Synthesize into a proving assignment (ONE allocated, input constraints appended).
+    /// Plain synthesis into a proving assignment (ONE allocated, input constraints appended).
     fn synthesize(self: Box<Self>) -> Result<ProvingAssignment, SynthesisError>;
+    /// Witness only, for the pre-compiled path: (inputs including ONE, aux).
+    fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
+    /// Record the R1CS structure (values are never computed).
+    fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError>;
 }
 
 impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
@@ -28,6 +34,14 @@ impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
         (*self).synthesize(&mut cs)?;
         cs.finish();
         Ok(cs)
+    }
+
+    fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        cuzk_pce::witness(*self)
+    }
+
+    fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {
+        cuzk_pce::extract(*self)
     }
 }
 

@@ -8,7 +8,8 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::constants::TreeRHasher;
-use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
 
 use super::{bincode_error, circuit_error, Partition};
 use crate::error::InputError;
@@ -67,6 +68,16 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         priority: false,
     };
     let pp = EmptySectorUpdateCompound::<SnapTree<Tree>>::setup(&setup).map_err(circuit_error("SnapDeals setup"))?;
+    // Check the vanilla proofs against the commitments now (cheap next to proving): an
+    // inconsistent request is refused at submit instead of failing deep inside synthesis.
+    let consistent = EmptySectorUpdate::<SnapTree<Tree>>::verify_all_partitions(&pp.vanilla_params, &public_inputs, &vanilla)
+        .map_err(circuit_error("SnapDeals vanilla proofs"))?;
+    if !consistent {
+        return Err(InputError::Invalid {
+            what: "SnapDeals vanilla proofs",
+            reason: "they do not verify against comm_r_old / comm_r_new / comm_d_new".into(),
+        });
+    }
     vanilla
         .iter()
         .enumerate()

@@ -1,0 +1,87 @@
+//! `cuzk-bench pce-bench`: what the pre-compiled constraint evaluator costs and saves, per
+//! 2 KiB circuit type: extraction time, matrix sizes, cache save/load, and per-partition
+//! synthesis plain vs PCE (witness and mat-vec shown separately).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use cuzk_filecoin::fixtures::requests::request;
+use cuzk_filecoin::params::blank_circuit;
+use cuzk_filecoin::{prepare, ProofKind};
+
+use crate::demo::KINDS;
+use crate::report::{bytes, secs, table};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    fixtures: crate::FixtureDir,
+    /// Proof kinds: porep, winning, wpost, snap.
+    #[arg(long, value_delimiter = ',', default_values_t = ["winning".to_string(), "wpost".into(), "snap".into(), "porep".into()])]
+    kinds: Vec<String>,
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let s = Instant::now();
+    let r = f();
+    (r, s.elapsed())
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let dir = &args.fixtures.dir;
+    let manifest = crate::fixtures::run(dir)?;
+    let tmp = std::env::temp_dir().join(format!("cuzk-pce-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let mut sizes = table(&["circuit", "constraints", "nnz A / B / C", "resident", "A-aux dense", "B-input / B-aux dense", "extract", "cache save / load"]);
+    let mut speed = table(&["circuit", "plain synthesis", "PCE witness", "PCE mat-vec", "PCE total", "speed-up"]);
+    for name in &args.kinds {
+        let kind: ProofKind = KINDS.into_iter().find(|k| k.name() == name).with_context(|| format!("unknown kind {name:?}"))?;
+        let req = request(dir, &manifest, kind)?;
+        let (plain_job, pce_job) = (prepare(&req)?, prepare(&req)?);
+        let circuit = plain_job.circuit_id;
+        eprintln!("{circuit}: extracting …");
+        let (pc, extract) = timed(|| blank_circuit(circuit)?.extract().map_err(anyhow::Error::from));
+        let pc = pc?;
+        let st = pc.stats();
+        let path = tmp.join(format!("{circuit}.pce"));
+        let (saved, save) = timed(|| cuzk_pce::cache::save(&pc, &path, "bench"));
+        saved?;
+        let (loaded, load) = timed(|| cuzk_pce::cache::load(&path, "bench"));
+        drop(loaded?);
+        sizes.add_row(vec![
+            circuit.to_string(),
+            st.num_constraints.to_string(),
+            format!("{} / {} / {}", st.nnz[0], st.nnz[1], st.nnz[2]),
+            bytes(st.bytes_resident as u64),
+            format!("{} of {}", pc.a_aux_density.count_ones(), st.num_aux),
+            format!("{} / {}", pc.b_input_density.count_ones(), pc.b_aux_density.count_ones()),
+            secs(extract),
+            format!("{} / {}", secs(save), secs(load)),
+        ]);
+
+        eprintln!("{circuit}: synthesis plain vs PCE …");
+        let (mut plain_t, mut wit_t, mut mv_t) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        for (p, q) in plain_job.partitions.into_iter().zip(pce_job.partitions) {
+            let (plain, t) = timed(|| p.circuit.synthesize());
+            plain_t += t;
+            let (witness, t) = timed(|| q.circuit.witness());
+            let (inputs, aux) = witness?;
+            wit_t += t;
+            let (via_pce, t) = timed(|| cuzk_pce::evaluate(&pc, inputs, aux));
+            mv_t += t;
+            anyhow::ensure!(plain? == via_pce?, "{circuit}: PCE result differs from plain synthesis");
+        }
+        speed.add_row(vec![
+            circuit.to_string(),
+            secs(plain_t),
+            secs(wit_t),
+            secs(mv_t),
+            secs(wit_t + mv_t),
+            format!("{:.2}x", plain_t.as_secs_f64() / (wit_t + mv_t).as_secs_f64()),
+        ]);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!("{sizes}\n{speed}");
+    println!("(times summed over each proof's partitions; {} threads)", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! Pre-compiled constraint systems (PCE), one per circuit type: loaded from the on-disk cache
+//! (`<pce dir>/<circuit id>.pce`, memory-mapped) or extracted once from the blank circuit and
+//! saved. A file that is corrupt, truncated or for another circuit is logged and replaced.
+//! Concurrent first uses of one circuit wait for a single extraction.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cuzk_filecoin::params::{blank_circuit, param_files};
+use cuzk_filecoin::CircuitId;
+use cuzk_pce::{cache, PreCompiled};
+use parking_lot::Mutex;
+
+use crate::error::EngineError;
+
+type Slot = Arc<Mutex<Option<Arc<PreCompiled>>>>;
+
+pub struct PceCache {
+    dir: PathBuf,
+    param_dir: PathBuf,
+    slots: Mutex<BTreeMap<CircuitId, Slot>>,
+}
+
+/// How a `get` was satisfied, for logs, metrics and the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PceSource {
+    Memory,
+    DiskCache,
+    Extracted,
+}
+
+impl PceCache {
+    pub fn new(dir: PathBuf, param_dir: PathBuf) -> Self {
+        PceCache { dir, param_dir, slots: Mutex::default() }
+    }
+
+    pub fn path(&self, circuit: CircuitId) -> PathBuf {
+        self.dir.join(format!("{circuit}.pce"))
+    }
+
+    /// Identity written into (and required of) the cache file: the circuit id plus
+    /// storage-proofs' parameter identifier, which changes whenever the circuit does.
+    fn identity(&self, circuit: CircuitId) -> Result<String, EngineError> {
+        let files = param_files(&self.param_dir, circuit)
+            .map_err(|e| EngineError::Internal(format!("identifying circuit {circuit}: {e:#}")))?;
+        Ok(format!("cuzk-pce/{circuit}/{}", files.identifier))
+    }
+
+    pub fn get(&self, circuit: CircuitId) -> Result<(Arc<PreCompiled>, PceSource), EngineError> {
+        let slot = self.slots.lock().entry(circuit).or_default().clone();
+        let mut guard = slot.lock();
+        if let Some(pc) = guard.as_ref() {
+            return Ok((pc.clone(), PceSource::Memory));
+        }
+        let path = self.path(circuit);
+        let identity = self.identity(circuit)?;
+        let (pc, source) = match cache::load(&path, &identity) {
+            Ok(pc) => (pc, PceSource::DiskCache),
+            Err(e) => {
+                if !e.is_missing() {
+                    tracing::warn!(%circuit, path = %path.display(), error = %e, "PCE cache file unusable; re-extracting");
+                }
+                let start = Instant::now();
+                let pc = blank_circuit(circuit)
+                    .map_err(|e| EngineError::Internal(format!("blank circuit for {circuit}: {e:#}")))?
+                    .extract()
+                    .map_err(|e| EngineError::Internal(format!("extracting {circuit}: {e}")))?;
+                tracing::info!(%circuit, ms = start.elapsed().as_millis() as u64, stats = %pc.stats(), "PCE extracted");
+                let saved = std::fs::create_dir_all(&self.dir)
+                    .map_err(|source| cache::CacheError::Io { path: self.dir.clone(), source })
+                    .and_then(|_| cache::save(&pc, &path, &identity));
+                if let Err(e) = saved {
+                    // Still usable from memory; the next process extracts again.
+                    tracing::warn!(%circuit, path = %path.display(), error = %e, "could not save PCE cache");
+                }
+                (pc, PceSource::Extracted)
+            }
+        };
+        let pc = Arc::new(pc);
+        *guard = Some(pc.clone());
+        Ok((pc, source))
+    }
+}
