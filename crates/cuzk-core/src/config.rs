@@ -111,7 +111,8 @@ pub struct MemoryConfig {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PceConfig {
-    /// Use pre-compiled constraint evaluation when a circuit's matrices are available.
+    /// Use pre-compiled constraint evaluation (matrices extracted on first use, cached on
+    /// disk); false = plain synthesis.
     pub enabled: bool,
     /// Where extracted matrices are cached; empty = `<param_dir>/pce`.
     pub cache_dir: PathBuf,

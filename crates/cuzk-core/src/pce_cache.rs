@@ -1,7 +1,9 @@
 //! Pre-compiled constraint systems (PCE), one per circuit type: loaded from the on-disk cache
 //! (`<pce dir>/<circuit id>.pce`, memory-mapped) or extracted once from the blank circuit and
 //! saved. A file that is corrupt, truncated or for another circuit is logged and replaced.
-//! Concurrent first uses of one circuit wait for a single extraction.
+//! Concurrent first uses of one circuit wait for a single extraction. In the daemon a
+//! synthesis worker asks for the matrices while it holds its partition's memory reservation,
+//! so an extraction (which peaks below one partition's working set) runs inside the budget.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
