@@ -19,6 +19,45 @@ pub struct Args {
     /// Proof kinds: porep, winning, wpost, snap.
     #[arg(long, value_delimiter = ',', default_values_t = ["winning".to_string(), "wpost".into(), "snap".into(), "porep".into()])]
     kinds: Vec<String>,
+    /// Only extract these circuits (any size, e.g. porep-32g) and report matrix sizes and
+    /// cache save/load times; needs no fixtures or parameters.
+    #[arg(long, value_delimiter = ',')]
+    extract_only: Vec<String>,
+}
+
+/// Extraction alone, for circuits of any size.
+fn extract_only(ids: &[String]) -> anyhow::Result<()> {
+    let tmp = std::env::temp_dir().join(format!("cuzk-pce-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let mut t = table(&["circuit", "constraints", "nnz A / B / C", "resident", "extract", "cache save / load", "file"]);
+    for id in ids {
+        let circuit = cuzk_filecoin::CircuitId::parse(id)?;
+        eprintln!("{circuit}: extracting …");
+        let (pc, extract) = timed(|| blank_circuit(circuit)?.extract().map_err(anyhow::Error::from));
+        let pc = pc?;
+        let st = pc.stats();
+        eprintln!("{circuit}: {st}");
+        let path = tmp.join(format!("{circuit}.pce"));
+        let (saved, save) = timed(|| cuzk_pce::cache::save(&pc, &path, "bench"));
+        saved?;
+        drop(pc);
+        let (loaded, load) = timed(|| cuzk_pce::cache::load(&path, "bench"));
+        drop(loaded?);
+        let file = std::fs::metadata(&path)?.len();
+        std::fs::remove_file(&path)?;
+        t.add_row(vec![
+            circuit.to_string(),
+            st.num_constraints.to_string(),
+            format!("{} / {} / {}", st.nnz[0], st.nnz[1], st.nnz[2]),
+            bytes(st.bytes_resident as u64),
+            secs(extract),
+            format!("{} / {}", secs(save), secs(load)),
+            bytes(file),
+        ]);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!("{t}");
+    Ok(())
 }
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
@@ -28,6 +67,9 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if !args.extract_only.is_empty() {
+        return extract_only(&args.extract_only);
+    }
     let dir = &args.fixtures.dir;
     let manifest = crate::fixtures::run(dir)?;
     let tmp = std::env::temp_dir().join(format!("cuzk-pce-bench-{}", std::process::id()));
