@@ -173,7 +173,9 @@ impl Job {
     }
 
     /// Move to a terminal phase once; later calls are ignored (first outcome wins).
-    pub(crate) fn finish(&self, phase: Phase, proof: Vec<u8>, error: Option<String>) -> bool {
+    /// `account` runs after the outcome is recorded and before anyone awaiting the job is
+    /// woken, so counters are already up to date when a client sees the result.
+    pub(crate) fn finish(&self, phase: Phase, proof: Vec<u8>, error: Option<String>, account: impl FnOnce(&JobTimings)) -> bool {
         debug_assert!(phase.is_terminal());
         let mut p = self.progress.lock();
         if p.phase.is_terminal() {
@@ -190,6 +192,7 @@ impl Job {
         p.phase = phase;
         p.finished = Some(now);
         p.proved.clear();
+        account(&timings);
         p.result = Some(JobResult { phase, proof, error, timings });
         drop(p);
         self.phase_tx.send_replace(phase);

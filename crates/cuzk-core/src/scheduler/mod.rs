@@ -260,9 +260,10 @@ impl Scheduler {
     pub fn cancel(&self, job_id: &str) -> Result<bool, UnknownJob> {
         let job = self.job(job_id).ok_or_else(|| UnknownJob(job_id.into()))?;
         let was_running = job.phase() == Phase::Running;
-        if job.finish(Phase::Cancelled, Vec::new(), Some("cancelled by request".into())) {
+        if job.finish(Phase::Cancelled, Vec::new(), Some("cancelled by request".into()), |_| {
+            self.shared.count_end(&job, Phase::Cancelled)
+        }) {
             self.shared.drop_queued(&job);
-            self.shared.count_end(&job, Phase::Cancelled);
             tracing::info!(job = %job_id, was_running, "job cancelled");
         }
         Ok(was_running)
@@ -360,9 +361,10 @@ impl Scheduler {
         }
         let all: Vec<Arc<Job>> = sh.jobs.lock().values().cloned().collect();
         for j in all.iter().filter(|j| j.phase() == Phase::Queued) {
-            if j.finish(Phase::Cancelled, vec![], Some("daemon shutting down before the job started".into())) {
+            if j.finish(Phase::Cancelled, vec![], Some("daemon shutting down before the job started".into()), |_| {
+                sh.count_end(j, Phase::Cancelled)
+            }) {
                 sh.drop_queued(j);
-                sh.count_end(j, Phase::Cancelled);
             }
         }
         let deadline = Instant::now() + grace;
@@ -370,9 +372,9 @@ impl Scheduler {
             std::thread::sleep(Duration::from_millis(100));
         }
         for j in all.iter().filter(|j| !j.phase().is_terminal()) {
-            if j.finish(Phase::Cancelled, vec![], Some("daemon shut down before the job finished".into())) {
-                sh.count_end(j, Phase::Cancelled);
-            }
+            j.finish(Phase::Cancelled, vec![], Some("daemon shut down before the job finished".into()), |_| {
+                sh.count_end(j, Phase::Cancelled)
+            });
         }
         sh.pending.close();
         sh.ready.close();

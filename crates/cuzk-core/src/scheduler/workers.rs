@@ -47,11 +47,10 @@ impl Drop for InFlight {
 }
 
 fn fail(sh: &Shared, job: &Arc<Job>, err: &EngineError) {
-    if job.finish(Phase::Failed, Vec::new(), Some(err.to_string())) {
+    if job.finish(Phase::Failed, Vec::new(), Some(err.to_string()), |_| sh.count_end(job, Phase::Failed)) {
         tracing::warn!(job = %job.id, error = %err, "job failed");
         sh.pending.remove_where(|w| Arc::ptr_eq(&w.job, job));
         sh.ready.remove_where(|w| Arc::ptr_eq(&w.job, job));
-        sh.count_end(job, Phase::Failed);
     }
 }
 
@@ -125,11 +124,11 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
         let Some(all) = job.record(proved) else { continue };
         match pipeline::verify_and_assemble(&srs, all, job.partitions) {
             Ok(proof) => {
-                if job.finish(Phase::Completed, proof, None) {
+                let account = |t: &super::job::JobTimings| {
                     sh.count_end(&job, Phase::Completed);
-                    if let Some(r) = job.result() {
-                        sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(r.timings.total.as_secs_f64());
-                    }
+                    sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(t.total.as_secs_f64());
+                };
+                if job.finish(Phase::Completed, proof, None, account) {
                     tracing::info!(job = %job.id, "job completed and verified");
                 }
             }
