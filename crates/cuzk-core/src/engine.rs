@@ -47,9 +47,9 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: Config) -> Result<Engine, EngineError> {
         config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
-        let srs = Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into()));
+        let srs = SrsCache::from_config(&config);
         let backend = crate::backend::select(&config)?;
-        let pce = config.pce.enabled.then(|| Arc::new(PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone())));
+        let pce = PceCache::from_config(&config);
         Ok(Engine { config, srs, pce, backend })
     }
 

@@ -15,6 +15,7 @@ use cuzk_filecoin::CircuitId;
 use cuzk_pce::{cache, PreCompiled};
 use parking_lot::Mutex;
 
+use crate::config::Config;
 use crate::error::EngineError;
 
 type Slot = Arc<Mutex<Option<Arc<PreCompiled>>>>;
@@ -36,6 +37,11 @@ pub enum PceSource {
 impl PceCache {
     pub fn new(dir: PathBuf, param_dir: PathBuf) -> Self {
         PceCache { dir, param_dir, slots: Mutex::default() }
+    }
+
+    /// The cache `config` asks for, or None when PCE is switched off.
+    pub fn from_config(config: &Config) -> Option<Arc<Self>> {
+        config.pce.enabled.then(|| Arc::new(Self::new(config.pce_cache_dir(), config.srs.param_dir.clone())))
     }
 
     pub fn path(&self, circuit: CircuitId) -> PathBuf {

@@ -13,6 +13,7 @@ use cuzk_groth16::srs::load_verifying_key;
 use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
 use parking_lot::Mutex;
 
+use crate::config::Config;
 use crate::error::EngineError;
 
 /// One circuit's parameters, decoded and validated, with the prepared verifying key.
@@ -53,6 +54,10 @@ pub enum EvictOutcome {
 impl SrsCache {
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
         SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()) }
+    }
+
+    pub fn from_config(config: &Config) -> Arc<Self> {
+        Arc::new(Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into()))
     }
 
     /// The parameters of `circuit`, loading them if needed. Returns whether this call loaded.

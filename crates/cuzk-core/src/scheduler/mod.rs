@@ -122,8 +122,8 @@ impl Scheduler {
             None => crate::backend::select(&config)?,
         };
         let shared = Arc::new(Shared {
-            srs: Arc::new(SrsCache::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into())),
-            pce: config.pce.enabled.then(|| Arc::new(PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone()))),
+            srs: SrsCache::from_config(&config),
+            pce: PceCache::from_config(&config),
             backend,
             memory: MemoryBudget::new(limit),
             metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
