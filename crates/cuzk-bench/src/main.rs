@@ -5,6 +5,8 @@ mod client;
 mod compare;
 mod demo;
 mod fixtures;
+#[cfg(feature = "cuda")]
+mod gpu_bench;
 mod pce_bench;
 mod report;
 
@@ -43,6 +45,11 @@ enum Command {
     /// Prove all four proof types in-process on the CPU from the fixture set, verify each with
     /// filecoin-proofs, and print timings. Makes the fixtures first if needed.
     Demo(FixtureDir),
+    /// GPU end-to-end check and per-partition GPU timings on the 2 KiB fixtures: device
+    /// mat-vec vs plain synthesis, then every proof type on the CUDA backend, each verified
+    /// with filecoin-proofs (built with `--features cuda`).
+    #[cfg(feature = "cuda")]
+    Gpu(gpu_bench::Args),
     /// Time cuzk's CPU prover against filecoin-proofs' own prover on the same 2 KiB inputs.
     Compare(compare::Args),
     /// Prove one proof through cuzk-daemon (fixture inputs, or --c1/--vanilla files).
@@ -80,6 +87,8 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Fixtures(f) => fixtures::run(&f.dir).map(|_| ()),
         Command::Demo(f) => demo::run(&f.dir),
+        #[cfg(feature = "cuda")]
+        Command::Gpu(a) => gpu_bench::run(&a),
         Command::Compare(args) => compare::run(&args),
         Command::PceBench(args) => pce_bench::run(&args),
         Command::Single(args) => client::block_on(client::single::run(&addr, args)),

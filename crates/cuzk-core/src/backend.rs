@@ -1,6 +1,8 @@
-//! Choosing the prover backend from `gpus.backend`. This build has the CPU backend only; the
-//! CUDA backend is a separate cargo feature (not built yet), so asking for it is an error at
-//! start rather than a silent fall-back.
+//! Choosing the prover backend from `gpus.backend`:
+//! * "cpu" — the CPU backend;
+//! * "cuda" — the CUDA backend on `gpus.devices` (by ordinal); an error at start if this build
+//!   lacks the `cuda` feature or no usable device exists, never a silent CPU fallback;
+//! * "auto" — CUDA when built in and a device exists, else the CPU (and the log says which).
 
 use std::sync::Arc;
 
@@ -11,10 +13,48 @@ use crate::error::EngineError;
 
 pub fn select(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
     match config.gpus.backend.as_str() {
-        "cpu" | "auto" => Ok(Arc::new(CpuProver)),
-        "cuda" => Err(EngineError::Internal(
-            "gpus.backend = \"cuda\", but this build of cuzk has no CUDA backend; use \"cpu\" or \"auto\"".into(),
-        )),
+        "cpu" => Ok(Arc::new(CpuProver)),
+        "cuda" => cuda(config),
+        "auto" => match cuda(config) {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                if cfg!(feature = "cuda") {
+                    tracing::warn!(reason = %e, "gpus.backend = \"auto\": no usable CUDA device, using the CPU backend");
+                } else {
+                    tracing::info!("gpus.backend = \"auto\": built without CUDA, using the CPU backend");
+                }
+                Ok(Arc::new(CpuProver))
+            }
+        },
         other => Err(EngineError::Internal(format!("unknown gpus.backend {other:?}"))),
     }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
+    use crate::config::{B2Placement, SrsResidency};
+    let g = &config.gpus;
+    let options = cuzk_cuda::CudaOptions {
+        devices: g.devices.clone(),
+        workers_per_device: g.workers_per_device,
+        residency: match g.srs_residency {
+            SrsResidency::Auto => cuzk_cuda::Residency::Auto,
+            SrsResidency::Always => cuzk_cuda::Residency::Always,
+            SrsResidency::Never => cuzk_cuda::Residency::Never,
+        },
+        b_g2: match g.b_g2 {
+            B2Placement::Gpu => cuzk_cuda::B2Placement::Gpu,
+            B2Placement::Cpu => cuzk_cuda::B2Placement::Cpu,
+        },
+        device_matvec: g.device_matvec,
+    };
+    let prover = cuzk_cuda::CudaProver::new(options).map_err(|e| EngineError::Internal(format!("CUDA backend: {e}")))?;
+    Ok(Arc::new(prover))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda(_config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
+    Err(EngineError::Internal(
+        "this build of cuzk has no CUDA backend (build with `--features cuda`, see README's GPU section)".into(),
+    ))
 }

@@ -132,12 +132,44 @@ pub struct GpuConfig {
     /// Device ordinals to use; empty = all visible devices.
     pub devices: Vec<u32>,
     pub workers_per_device: usize,
+    /// Keep each circuit's parameters on every device ("auto": when the device has room).
+    pub srs_residency: SrsResidency,
+    /// Where the G2 MSM (B in G2) runs.
+    pub b_g2: B2Placement,
+    /// With PCE, compute a = A·w, b = B·w, c = C·w on the device (matrices resident there),
+    /// so a, b, c never occupy host memory.
+    pub device_matvec: bool,
 }
 
 impl Default for GpuConfig {
     fn default() -> Self {
-        GpuConfig { backend: "auto".into(), devices: vec![], workers_per_device: 2 }
+        GpuConfig {
+            backend: "auto".into(),
+            devices: vec![],
+            workers_per_device: 2,
+            srs_residency: SrsResidency::Auto,
+            b_g2: B2Placement::Gpu,
+            device_matvec: true,
+        }
     }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SrsResidency {
+    /// Resident when the device has room for the points and a proof's working buffers;
+    /// otherwise streamed per proof from page-locked host memory.
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum B2Placement {
+    Gpu,
+    /// On the CPU, while the device works on the rest of the same partition.
+    Cpu,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +212,9 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.pipeline.synthesis_workers == 0 || self.pipeline.prover_workers == 0 {
             return Err(ConfigError::Invalid("pipeline worker counts must be at least 1".into()));
+        }
+        if self.gpus.workers_per_device == 0 {
+            return Err(ConfigError::Invalid("gpus.workers_per_device must be at least 1".into()));
         }
         if !["cpu", "cuda", "auto"].contains(&self.gpus.backend.as_str()) {
             return Err(ConfigError::Invalid(format!("gpus.backend must be cpu, cuda or auto, not {:?}", self.gpus.backend)));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
-use cuzk_groth16::ProverBackend;
+use cuzk_groth16::{ProveTimings, ProverBackend};
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -34,6 +34,8 @@ pub struct ProofOutput {
     pub proof: Vec<u8>,
     pub partitions: usize,
     pub timings: ProofTimings,
+    /// The prover backend's breakdown of each partition, in partition order.
+    pub partition_timings: Vec<ProveTimings>,
 }
 
 pub struct Engine {
@@ -71,12 +73,13 @@ impl Engine {
         let srs_load = if loaded_now { srs_start.elapsed() } else { Duration::ZERO };
 
         // Synthesis runs one partition ahead of proving.
+        let defer_matvec = self.backend.evaluates_matrices();
         let (tx, rx) = mpsc::sync_channel(1);
         let proved: Result<Vec<ProvedPartition>, EngineError> = std::thread::scope(|scope| {
             let partitions = prepared.partitions;
             scope.spawn(move || {
                 for p in partitions {
-                    let r = pipeline::synthesize(p, pce.as_deref());
+                    let r = pipeline::synthesize(p, pce.as_ref(), defer_matvec);
                     let stop = r.is_err();
                     if tx.send(r).is_err() || stop {
                         break;
@@ -85,7 +88,9 @@ impl Engine {
             });
             rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?)).collect()
         });
-        let proved = proved?;
+        let mut proved = proved?;
+        proved.sort_by_key(|p| p.index);
+        let partition_timings = proved.iter().map(|p| p.prove_timings.clone()).collect();
         let synthesis = proved.iter().map(|p| p.synthesis_time).sum();
         let prove = proved.iter().map(|p| p.prove_timings.total).sum();
         let verify_start = Instant::now();
@@ -95,6 +100,7 @@ impl Engine {
             circuit: prepared.circuit_id,
             proof,
             partitions: total,
+            partition_timings,
             timings: ProofTimings { srs_load, synthesis, prove, verify, total: start.elapsed() },
         })
     }

@@ -2,7 +2,7 @@
 //! proved), gauges are refreshed from the scheduler's real state when scraped — so a scrape
 //! never reports a number the scheduler does not hold.
 
-use prometheus::{Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 
 pub struct Metrics {
     registry: Registry,
@@ -20,6 +20,20 @@ pub struct Metrics {
     pub srs_resident_bytes: IntGauge,
     pub memory_used_bytes: IntGauge,
     pub memory_limit_bytes: IntGauge,
+    /// Per device (label `device` = CUDA ordinal), read from the backend when scraped.
+    pub gpu_memory_total_bytes: IntGaugeVec,
+    pub gpu_memory_free_bytes: IntGaugeVec,
+    pub gpu_resident_bytes: IntGaugeVec,
+    pub gpu_partitions_proved: IntGaugeVec,
+    pub gpu_failures: IntGaugeVec,
+    pub gpu_busy_seconds: GaugeVec,
+    pub gpu_active_partitions: IntGaugeVec,
+}
+
+fn device_gauge(r: &Registry, name: &str, help: &str) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), &["device"]).expect("valid metric");
+    r.register(Box::new(g.clone())).expect("unique metric");
+    g
 }
 
 fn counter(r: &Registry, name: &str, help: &str) -> IntCounterVec {
@@ -72,6 +86,18 @@ impl Default for Metrics {
             srs_resident_bytes: gauge(&r, "cuzk_srs_resident_bytes", "Bytes of Groth16 parameters resident in memory"),
             memory_used_bytes: gauge(&r, "cuzk_memory_budget_used_bytes", "Working-set bytes reserved by partitions"),
             memory_limit_bytes: gauge(&r, "cuzk_memory_budget_limit_bytes", "Working-set memory budget"),
+            gpu_memory_total_bytes: device_gauge(&r, "cuzk_gpu_memory_total_bytes", "Device memory, by CUDA ordinal"),
+            gpu_memory_free_bytes: device_gauge(&r, "cuzk_gpu_memory_free_bytes", "Free device memory now"),
+            gpu_resident_bytes: device_gauge(&r, "cuzk_gpu_resident_bytes", "Parameters and PCE matrices kept on the device"),
+            gpu_partitions_proved: device_gauge(&r, "cuzk_gpu_partitions_proved", "Partitions proved on the device since start"),
+            gpu_failures: device_gauge(&r, "cuzk_gpu_failures", "Partition attempts that failed on the device since start"),
+            gpu_busy_seconds: {
+                let g = GaugeVec::new(Opts::new("cuzk_gpu_busy_seconds", "Time the device was held by a partition since start"), &["device"])
+                    .expect("valid metric");
+                r.register(Box::new(g.clone())).expect("unique metric");
+                g
+            },
+            gpu_active_partitions: device_gauge(&r, "cuzk_gpu_active_partitions", "Partitions on the device or waiting for it"),
             registry: r,
         }
     }

@@ -3,6 +3,7 @@
 //! and the daemon's scheduler both run proofs through these functions; only the scheduling
 //! around them differs.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{catch_panic, Partition};
@@ -20,6 +21,9 @@ pub struct SynthesizedPartition {
     pub synthesis_time: Duration,
     /// Whether the pre-compiled (PCE) path produced it.
     pub via_pce: bool,
+    /// Set when a, b, c were left for the backend to evaluate from these matrices on its
+    /// device (the assignment then holds the witness and densities only).
+    pub deferred_matrices: Option<Arc<PreCompiled>>,
 }
 
 impl SynthesizedPartition {
@@ -44,13 +48,16 @@ pub struct ProvedPartition {
 /// caught here, before any proving time is spent on a proof that cannot verify.
 ///
 /// With `pce`, only the witness is computed and a, b, c come from the pre-compiled matrices
-/// (bit-identical to plain synthesis); without, the circuit is synthesized in full.
-pub fn synthesize(partition: Partition, pce: Option<&PreCompiled>) -> Result<SynthesizedPartition, EngineError> {
+/// (bit-identical to plain synthesis) — on the CPU here, or, with `defer_matvec` (a backend
+/// that evaluates matrices itself), later on the device; without, the circuit is
+/// synthesized in full.
+pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>, defer_matvec: bool) -> Result<SynthesizedPartition, EngineError> {
     let start = Instant::now();
     let Partition { index, circuit, public_inputs } = partition;
     let synthesis_error = |message: String| EngineError::Synthesis { partition: index, message };
     // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
     // error; that is bad input, and must not take the worker (or the daemon) down.
+    let mut deferred_matrices = None;
     let assignment = match pce {
         None => catch_panic(|| circuit.synthesize())
             .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
@@ -60,23 +67,49 @@ pub fn synthesize(partition: Partition, pce: Option<&PreCompiled>) -> Result<Syn
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
             let witness_time = start.elapsed();
+            if defer_matvec {
+                if inputs.len() != pc.num_inputs || aux.len() != pc.num_aux {
+                    return Err(synthesis_error(format!(
+                        "witness has {} inputs and {} aux, the pre-compiled circuit {} and {}",
+                        inputs.len(),
+                        aux.len(),
+                        pc.num_inputs,
+                        pc.num_aux
+                    )));
+                }
+                deferred_matrices = Some(pc.clone());
+                ProvingAssignment {
+                    a_aux_density: pc.a_aux_density.clone(),
+                    b_input_density: pc.b_input_density.clone(),
+                    b_aux_density: pc.b_aux_density.clone(),
+                    a: Vec::new(),
+                    b: Vec::new(),
+                    c: Vec::new(),
+                    input_assignment: inputs,
+                    aux_assignment: aux,
+                }
+            } else {
             let assignment = cuzk_pce::evaluate(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
             tracing::debug!(partition = index, witness_ms = witness_time.as_millis() as u64,
                 matvec_ms = (start.elapsed() - witness_time).as_millis() as u64, "PCE synthesis");
             assignment
+            }
         }
     };
     if assignment.input_assignment.get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });
     }
-    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), via_pce: pce.is_some() })
+    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), via_pce: pce.is_some(), deferred_matrices })
 }
 
 /// Prove one synthesized partition with fresh randomness.
 pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition) -> Result<ProvedPartition, EngineError> {
-    let SynthesizedPartition { index, assignment, public_inputs, synthesis_time, .. } = s;
+    let SynthesizedPartition { index, assignment, public_inputs, synthesis_time, deferred_matrices, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
-    let (proof, prove_timings) = catch_panic(|| backend.prove(&srs.srs, assignment, rs))
+    let (proof, prove_timings) = catch_panic(|| match &deferred_matrices {
+        Some(pc) => backend.prove_witness(&srs.srs, &**pc, assignment, rs),
+        None => backend.prove(&srs.srs, assignment, rs),
+    })
         .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))?
         .map_err(|source| EngineError::Prove { partition: index, source })?;
     Ok(ProvedPartition { index, proof, public_inputs, synthesis_time, prove_timings })

@@ -105,7 +105,9 @@ impl SrsCache {
     }
 
     /// Drop `circuit`'s parameters unless a job holds them.
-    pub fn evict(&self, circuit: CircuitId) -> EvictOutcome {
+    /// Drop a circuit's parameters if nobody holds them. `before_free` sees them last (the
+    /// prover backend drops its device copies and host pinning there).
+    pub fn evict_with(&self, circuit: CircuitId, before_free: impl FnOnce(&Srs)) -> EvictOutcome {
         let mut slots = self.slots.lock();
         let Some(slot) = slots.get(&circuit).cloned() else { return EvictOutcome::NotLoaded };
         // A slot locked by someone else is being loaded right now: say so instead of waiting
@@ -117,10 +119,15 @@ impl SrsCache {
             return EvictOutcome::InUse { holders };
         }
         let bytes = loaded.bytes;
+        before_free(&loaded.srs);
         *guard = None;
         drop(guard);
         slots.remove(&circuit);
         EvictOutcome::Freed { bytes }
+    }
+
+    pub fn evict(&self, circuit: CircuitId) -> EvictOutcome {
+        self.evict_with(circuit, |_| {})
     }
 
     pub fn resident(&self) -> Vec<ResidentSrs> {

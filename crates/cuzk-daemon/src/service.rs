@@ -13,7 +13,7 @@ use cuzk_proto::server::ProvingEngine;
 use cuzk_proto::v1::{
     await_proof_response, srs_status, AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
     EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse, GetStatusRequest, GetStatusResponse,
-    PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest,
+    GpuStatus, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest,
     SubmitProofResponse,
 };
 use tonic::{Request, Response, Status};
@@ -197,8 +197,19 @@ impl ProvingEngine for Service {
             })
             .collect();
         Ok(Response::new(GetStatusResponse {
-            // The CPU backend has no devices to report.
-            gpus: Vec::new(),
+            // Empty on the CPU backend. The backend does not track which job a device is
+            // working on, so current_job_id / current_proof_kind stay empty.
+            gpus: st
+                .devices
+                .iter()
+                .map(|d| GpuStatus {
+                    ordinal: d.ordinal,
+                    name: d.name.clone(),
+                    vram_total_bytes: d.memory_total,
+                    vram_free_bytes: d.memory_free,
+                    ..Default::default()
+                })
+                .collect(),
             loaded_srs,
             queues,
             total_proofs_completed: st.completed,

@@ -20,6 +20,6 @@ pub mod verify;
 pub use assignment::ProvingAssignment;
 pub use blstrs::Scalar as Fr;
 pub use proof::{Proof, PROOF_BYTES};
-pub use prover::{CpuProver, ProveError, ProveTimings, ProverBackend, Randomness};
+pub use prover::{CpuProver, DeviceReport, ProveError, ProveTimings, ProverBackend, Randomness};
 pub use srs::{Srs, SrsError, SubgroupCheck, VerifyingKey};
 pub use verify::PreparedVerifyingKey;

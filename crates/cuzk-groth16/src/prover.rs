@@ -47,6 +47,16 @@ pub enum ProveError {
 /// Where the time of one partition proof went.
 #[derive(Clone, Debug, Default)]
 pub struct ProveTimings {
+    /// The device that proved it (GPU backends); None on the CPU.
+    pub device: Option<u32>,
+    /// Waiting for the device to be free (another partition held it).
+    pub device_wait: Duration,
+    /// When this partition held the device, for timelines.
+    pub device_span: Option<(Instant, Instant)>,
+    /// Host → device copies of a, b, c or the witness (GPU backends).
+    pub upload: Duration,
+    /// a = A·w, b = B·w, c = C·w on the device (GPU-resident PCE path only).
+    pub matvec: Duration,
     pub ntt: Duration,
     pub msm_h: Duration,
     pub msm_l: Duration,
@@ -60,6 +70,58 @@ pub struct ProveTimings {
 pub trait ProverBackend: Send + Sync {
     fn name(&self) -> String;
     fn prove(&self, srs: &Srs, assignment: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError>;
+
+    /// How many partitions the backend proves well at once (the scheduler runs this many
+    /// prover workers). None: the operator's `pipeline.prover_workers` decides.
+    fn parallelism(&self) -> Option<usize> {
+        None
+    }
+
+    /// Per-device state for status reports; empty for the CPU backend.
+    fn devices(&self) -> Vec<DeviceReport> {
+        Vec::new()
+    }
+
+    /// These parameters are going away (evicted): drop any copy the backend keeps of them.
+    fn forget_srs(&self, _srs: &Srs) {}
+
+    /// Whether [`ProverBackend::prove_witness`] is available: the backend evaluates
+    /// a = A·w, b = B·w, c = C·w itself from pre-compiled matrices (the GPU-resident path).
+    fn evaluates_matrices(&self) -> bool {
+        false
+    }
+
+    /// Prove from the witness alone. `witness` carries the inputs, aux and the three
+    /// densities, with a, b, c empty; `matrices` is the circuit's `cuzk_pce::PreCompiled`
+    /// (passed as `Any` because this crate sits below cuzk-pce). Only called when
+    /// [`ProverBackend::evaluates_matrices`] is true.
+    fn prove_witness(
+        &self,
+        _srs: &Srs,
+        _matrices: &(dyn std::any::Any + Send + Sync),
+        _witness: ProvingAssignment,
+        _rs: Randomness,
+    ) -> Result<(Proof, ProveTimings), ProveError> {
+        Err(ProveError::Backend { backend: self.name(), message: "this backend does not evaluate pre-compiled matrices".into() })
+    }
+}
+
+/// One accelerator as a backend reports it.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceReport {
+    /// The CUDA ordinal (as the process sees devices).
+    pub ordinal: u32,
+    pub name: String,
+    pub memory_total: u64,
+    pub memory_free: u64,
+    /// Bytes of parameters (and PCE matrices) kept on the device.
+    pub resident_bytes: u64,
+    pub partitions_proved: u64,
+    pub failures: u64,
+    /// Total time the device was held by a partition.
+    pub busy: Duration,
+    /// Partitions on the device or waiting for it right now.
+    pub active: usize,
 }
 
 /// The sizes of an assignment as the parameters must match them.
@@ -75,34 +137,46 @@ pub struct Shape {
 /// parameter file for the wrong circuit is an error, never a garbage proof.
 pub fn check_shape(srs: &Srs, w: &ProvingAssignment) -> Result<Shape, ProveError> {
     let m = w.a.len();
+    if w.b.len() != m || w.c.len() != m {
+        return Err(ProveError::ShapeMismatch("a, b, c differ in length".into()));
+    }
+    check_sizes(
+        srs,
+        m,
+        w.input_assignment.len(),
+        w.aux_assignment.len(),
+        w.a_aux_density.count_ones(),
+        w.b_input_density.count_ones(),
+        w.b_aux_density.count_ones(),
+    )
+}
+
+/// The same check from sizes alone, for backends that compute a, b, c themselves (from a
+/// witness and pre-compiled matrices): `m` constraints (input rows included), the witness
+/// lengths and the three density counts.
+pub fn check_sizes(srs: &Srs, m: usize, num_inputs: usize, num_aux: usize, a_aux: usize, b_inputs: usize, b_aux: usize) -> Result<Shape, ProveError> {
     let domain = Domain::for_size(m).ok_or(ProveError::TooLarge(m))?;
     let mismatch = |what: &str, want: usize, have: usize| {
         Err(ProveError::ShapeMismatch(format!("{what}: circuit needs {want}, parameters have {have}")))
     };
-    if w.b.len() != m || w.c.len() != m {
-        return Err(ProveError::ShapeMismatch("a, b, c differ in length".into()));
-    }
-    let shape = Shape {
-        num_inputs: w.input_assignment.len(),
-        a_aux: w.a_aux_density.count_ones(),
-        b_inputs: w.b_input_density.count_ones(),
-        b_aux: w.b_aux_density.count_ones(),
-        domain,
-    };
+    let shape = Shape { num_inputs, a_aux, b_inputs, b_aux, domain };
     if srs.h.len() != shape.domain.n - 1 {
         return mismatch("H points (domain size - 1)", shape.domain.n - 1, srs.h.len());
     }
     if srs.vk.ic.len() != shape.num_inputs {
         return mismatch("public inputs (IC points)", shape.num_inputs, srs.vk.ic.len());
     }
-    if srs.l.len() != w.aux_assignment.len() {
-        return mismatch("L points (aux variables)", w.aux_assignment.len(), srs.l.len());
+    if srs.l.len() != num_aux {
+        return mismatch("L points (aux variables)", num_aux, srs.l.len());
     }
     if srs.a.len() != shape.num_inputs + shape.a_aux {
         return mismatch("A points", shape.num_inputs + shape.a_aux, srs.a.len());
     }
     if srs.b_g1.len() != shape.b_inputs + shape.b_aux {
         return mismatch("B points", shape.b_inputs + shape.b_aux, srs.b_g1.len());
+    }
+    if srs.b_g2.len() != srs.b_g1.len() {
+        return mismatch("B points in G2", srs.b_g1.len(), srs.b_g2.len());
     }
     Ok(shape)
 }

@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, InputError, ProofKind, ProofRequest};
-use cuzk_groth16::ProverBackend;
+use cuzk_groth16::{DeviceReport, ProverBackend};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
@@ -83,6 +83,8 @@ pub struct StatusSnapshot {
     pub synthesis_workers: usize,
     pub prover_workers: usize,
     pub backend: String,
+    /// The backend's devices (empty on the CPU).
+    pub devices: Vec<DeviceReport>,
 }
 
 pub(crate) struct Shared {
@@ -99,6 +101,8 @@ pub(crate) struct Shared {
     pub by_request_id: Mutex<HashMap<String, String>>,
     pub accepting: AtomicBool,
     pub in_flight: AtomicU64,
+    /// Prover worker threads actually started (the backend's parallelism or the config's).
+    pub prover_workers: usize,
     pub totals: [AtomicU64; 3],
     pub next_seq: AtomicU64,
     pub started: Instant,
@@ -121,7 +125,11 @@ impl Scheduler {
             Some(b) => b,
             None => crate::backend::select(&config)?,
         };
+        // A GPU backend knows how many partitions it proves well at once (devices × workers
+        // per device); the CPU backend leaves it to pipeline.prover_workers.
+        let prover_workers = backend.parallelism().unwrap_or(config.pipeline.prover_workers);
         let shared = Arc::new(Shared {
+            prover_workers,
             srs: SrsCache::from_config(&config),
             pce: PceCache::from_config(&config),
             backend,
@@ -143,7 +151,8 @@ impl Scheduler {
             let s = shared.clone();
             threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s)));
         }
-        for i in 0..shared.config.pipeline.prover_workers {
+        tracing::info!(backend = %shared.backend.name(), prover_workers, "scheduler started");
+        for i in 0..prover_workers {
             let s = shared.clone();
             threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s)));
         }
@@ -279,7 +288,8 @@ impl Scheduler {
 
     pub fn evict(&self, circuit: &str) -> Result<EvictOutcome, EngineError> {
         let id = CircuitId::parse(circuit)?;
-        Ok(self.shared.srs.evict(id))
+        let backend = &self.shared.backend;
+        Ok(self.shared.srs.evict_with(id, |srs| backend.forget_srs(srs)))
     }
 
     pub fn status(&self) -> StatusSnapshot {
@@ -310,8 +320,9 @@ impl Scheduler {
             memory_limit: sh.memory.limit(),
             partitions_in_flight: sh.in_flight.load(Ordering::Relaxed),
             synthesis_workers: sh.config.pipeline.synthesis_workers,
-            prover_workers: sh.config.pipeline.prover_workers,
+            prover_workers: sh.prover_workers,
             backend: sh.backend.name(),
+            devices: sh.backend.devices(),
         }
     }
 
@@ -327,6 +338,17 @@ impl Scheduler {
         m.srs_resident_bytes.set(st.resident_srs.iter().map(|r| r.bytes).sum::<u64>() as i64);
         m.memory_used_bytes.set(st.memory_used as i64);
         m.memory_limit_bytes.set(st.memory_limit as i64);
+        for d in &st.devices {
+            let label = d.ordinal.to_string();
+            let l = [label.as_str()];
+            m.gpu_memory_total_bytes.with_label_values(&l).set(d.memory_total as i64);
+            m.gpu_memory_free_bytes.with_label_values(&l).set(d.memory_free as i64);
+            m.gpu_resident_bytes.with_label_values(&l).set(d.resident_bytes as i64);
+            m.gpu_partitions_proved.with_label_values(&l).set(d.partitions_proved as i64);
+            m.gpu_failures.with_label_values(&l).set(d.failures as i64);
+            m.gpu_busy_seconds.with_label_values(&l).set(d.busy.as_secs_f64());
+            m.gpu_active_partitions.with_label_values(&l).set(d.active as i64);
+        }
         m.render()
     }
 

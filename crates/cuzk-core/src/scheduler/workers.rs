@@ -79,7 +79,7 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
             },
             None => None,
         };
-        match pipeline::synthesize(partition, pce.as_deref()) {
+        match pipeline::synthesize(partition, pce.as_ref(), sh.backend.evaluates_matrices()) {
             Ok(s) => {
                 let path = if s.via_pce { "pce" } else { "plain" };
                 sh.metrics.synthesized.with_label_values(&[path]).inc();

@@ -1,0 +1,111 @@
+//! Compiles cuzk's CUDA glue (cuda/*.cu) with nvcc when the `cuda` feature is on; does
+//! nothing otherwise, so CPU-only builds need no CUDA toolchain.
+//!
+//! nvcc: $NVCC, else `nvcc` on PATH (scripts/install-cuda-toolchain.sh installs one from PyPI
+//! and prints the environment). SASS targets: $CUZK_CUDA_ARCHS (comma-separated compute
+//! capabilities), default 80,86,89,90,120 — A100, RTX 30xx/A-series, RTX 40xx/L40, H100/H200,
+//! RTX 50xx/Blackwell workstation — plus PTX for the newest, so later GPUs can JIT it.
+//! cudart is linked statically; $CUZK_CUDA_LIB (or <nvcc>/../lib) is added to the search path.
+
+use std::env;
+use std::path::PathBuf;
+
+const DEFAULT_ARCHS: &str = "80,86,89,90,120";
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-env-changed=CUZK_CUDA_ARCHS");
+    println!("cargo:rerun-if-env-changed=CUZK_CUDA_LIB");
+    println!("cargo:rerun-if-env-changed=NVCC");
+    if env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
+    let nvcc = env::var("NVCC").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("nvcc"));
+    let version = std::process::Command::new(&nvcc).arg("--version").output();
+    if !matches!(&version, Ok(o) if o.status.success()) {
+        panic!(
+            "cuzk-cuda: the `cuda` feature needs nvcc ({} not runnable). Install it with \
+             `scripts/install-cuda-toolchain.sh` and `eval \"$(scripts/install-cuda-toolchain.sh --env)\"`.",
+            nvcc.display()
+        );
+    }
+    let sppark_root = env::var("DEP_SPPARK_ROOT").expect("sppark's build script exports its root");
+    let blst_src = env::var("DEP_BLST_C_SRC").expect("blst's build script exports its C sources");
+    let archs = env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
+    let archs: Vec<&str> = archs.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
+    assert!(!archs.is_empty(), "CUZK_CUDA_ARCHS lists no architecture");
+
+    // cc-rs takes nvcc from $NVCC (or PATH) when `cuda(true)` is set. Each .cu is its own
+    // library: cc-rs switches to relocatable device code when one build has several CUDA
+    // files, and sppark's kernels (register-capped entry points calling big device
+    // functions) do not device-link that way. Separate builds also compile in parallel.
+    let adx = blst_uses_adx();
+    let newest = archs.iter().max_by_key(|a| a.parse::<u32>().unwrap_or(0)).unwrap().to_string();
+    std::thread::scope(|scope| {
+        for file in ["device", "ntt", "msm", "matvec"] {
+            let (sppark_root, blst_src, archs, newest) = (&sppark_root, &blst_src, &archs, &newest);
+            let adx = adx;
+            scope.spawn(move || {
+                let mut build = cc::Build::new();
+                build
+                    .cuda(true)
+                    .include(sppark_root)
+                    .include(blst_src)
+                    .flag("-std=c++17")
+                    .flag("-DFEATURE_BLS12_381")
+                    // sppark then puts the CUDA error text into the RustError it returns.
+                    .flag("-DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE")
+                    .flag("-Xcompiler")
+                    .flag("-Wno-subobject-linkage")
+                    .flag("-Xcompiler")
+                    .flag("-Wno-unused-parameter");
+                if adx {
+                    build.flag("-D__ADX__");
+                }
+                for arch in archs {
+                    build.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
+                }
+                build.flag(format!("-gencode=arch=compute_{newest},code=compute_{newest}"));
+                build.file(format!("cuda/{file}.cu")).compile(&format!("cuzk_cuda_{file}"));
+            });
+        }
+    });
+
+    let lib_dir = env::var("CUZK_CUDA_LIB").map(PathBuf::from).unwrap_or_else(|_| {
+        let nvcc_path = which(&nvcc).unwrap_or(nvcc.clone());
+        nvcc_path.parent().and_then(|bin| bin.parent()).map(|root| root.join("lib")).unwrap_or_default()
+    });
+    if lib_dir.is_dir() {
+        println!("cargo:rustc-link-search=native={}", lib_dir.display());
+    }
+    println!("cargo:rustc-link-lib=static=cudart_static");
+}
+
+/// The absolute path of a bare command name, from PATH.
+fn which(cmd: &PathBuf) -> Option<PathBuf> {
+    if cmd.components().count() > 1 {
+        return Some(cmd.clone());
+    }
+    env::split_paths(&env::var_os("PATH")?).map(|dir| dir.join(cmd)).find(|p| p.is_file())
+}
+
+/// Whether the blst crate was built with ADX instructions, by the same rule its build script
+/// uses. sppark's host-side field code calls blst's Montgomery routines, which exist only in
+/// the ADX (`mulx_*`) or only in the generic flavour, so the glue must pick the same one.
+fn blst_uses_adx() -> bool {
+    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
+        return false;
+    }
+    if env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default().contains("target-cpu=") {
+        return env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default().split(',').any(|f| f == "adx");
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("adx")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}

@@ -1,0 +1,61 @@
+// Shared by cuzk's CUDA translation units: sppark's BLS12-381 types, its error and GPU helpers,
+// and `guarded`, which turns every C++ exception into a RustError so that nothing unwinds
+// across the FFI boundary (a CUDA error, including out-of-memory, becomes an Err in Rust).
+#pragma once
+
+#include <cuda.h>
+#include <chrono>
+#include <new>
+#include <stdexcept>
+#include <ff/bls12-381-fp2.hpp>
+#include <util/exception.cuh>
+#include <util/rusterror.h>
+#include <util/gpu_t.cuh>
+
+#define CUZK_FFI extern "C" __attribute__((visibility("default")))
+
+// Error codes besides sppark's (which are minus the cudaError_t).
+enum : int {
+    CUZK_ERR_HOST_OOM = -100001,   // std::bad_alloc on the host side of the glue
+    CUZK_ERR_OTHER    = -100002,   // any other C++ exception
+    CUZK_ERR_ARGUMENT = -100003,   // arguments the glue refuses (sizes, indices)
+    CUZK_ERR_NO_DEVICE = -100004,  // no usable CUDA device at that index
+};
+
+template<typename F>
+static RustError guarded(F&& body)
+{
+    try {
+        body();
+        return RustError{cudaSuccess};
+    } catch (const cuda_error& e) {
+        return RustError{e.code(), e.what()};
+    } catch (const std::bad_alloc&) {
+        return RustError{CUZK_ERR_HOST_OOM, "host out of memory in the CUDA glue"};
+    } catch (const std::invalid_argument& e) {
+        return RustError{CUZK_ERR_ARGUMENT, e.what()};
+    } catch (const std::exception& e) {
+        return RustError{CUZK_ERR_OTHER, e.what()};
+    } catch (...) {
+        return RustError{CUZK_ERR_OTHER, "unknown C++ exception in the CUDA glue"};
+    }
+}
+
+// A timing event that is destroyed however the scope is left.
+struct timing_event {
+    cudaEvent_t e = nullptr;
+    timing_event()  { CUDA_OK(cudaEventCreate(&e)); }
+    ~timing_event() { if (e) (void)cudaEventDestroy(e); }
+    void record(cudaStream_t s) { CUDA_OK(cudaEventRecord(e, s)); }
+    float ms_since(const timing_event& start) const
+    {   float ms = 0; CUDA_OK(cudaEventElapsedTime(&ms, start.e, e)); return ms;   }
+};
+
+// sppark numbers usable devices 0..ngpus() (those it supports, in CUDA order); the Rust side
+// resolves CUDA ordinals to these indices once, so this only guards against a stale index.
+static inline const gpu_t& gpu_at(size_t index)
+{
+    if (index >= ngpus())
+        throw std::invalid_argument("device index out of range");
+    return select_gpu((int)index);
+}

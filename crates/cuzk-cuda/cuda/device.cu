@@ -1,0 +1,65 @@
+// Device discovery and host-memory pinning. Devices are always addressed by index; nothing
+// here reads or writes CUDA_VISIBLE_DEVICES (the runtime reads it once, at start).
+#include "common.cuh"
+#include <algorithm>
+#include <cstring>
+
+struct cuzk_device_props_t {
+    int cuda_id;
+    int major, minor;
+    int sm_count;
+    size_t total_mem;
+    size_t free_mem;
+    char name[256];
+    char pci_bus_id[32];
+};
+
+CUZK_FFI RustError cuzk_device_count(size_t* n)
+{
+    return guarded([&] { *n = ngpus(); });
+}
+
+CUZK_FFI RustError cuzk_device_props(size_t index, cuzk_device_props_t* out)
+{
+    return guarded([&] {
+        const gpu_t& gpu = gpu_at(index);
+        const cudaDeviceProp& p = gpu.props();
+        memset(out, 0, sizeof(*out));
+        out->cuda_id = gpu.cid();
+        out->major = p.major;
+        out->minor = p.minor;
+        out->sm_count = p.multiProcessorCount;
+        memcpy(out->name, p.name, std::min(sizeof(out->name) - 1, strnlen(p.name, sizeof(p.name))));
+        CUDA_OK(cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), gpu.cid()));
+        CUDA_OK(cudaMemGetInfo(&out->free_mem, &out->total_mem));
+    });
+}
+
+CUZK_FFI RustError cuzk_device_mem(size_t index, size_t* free_mem, size_t* total_mem)
+{
+    return guarded([&] {
+        gpu_at(index);
+        CUDA_OK(cudaMemGetInfo(free_mem, total_mem));
+    });
+}
+
+// Page-lock host memory the devices will read many times (parameters streamed per proof), so
+// copies run at full PCIe speed without a staging copy. Portable: every device may use it.
+CUZK_FFI RustError cuzk_host_register(void* ptr, size_t bytes)
+{
+    return guarded([&] { CUDA_OK(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable)); });
+}
+
+CUZK_FFI RustError cuzk_host_unregister(void* ptr)
+{
+    return guarded([&] { CUDA_OK(cudaHostUnregister(ptr)); });
+}
+
+// Free a device buffer handed to Rust by another entry point (e.g. the quotient).
+CUZK_FFI void cuzk_device_free(size_t index, void* d_ptr)
+{
+    if (d_ptr == nullptr || index >= ngpus())
+        return;
+    select_gpu((int)index);
+    (void)cudaFree(d_ptr);
+}

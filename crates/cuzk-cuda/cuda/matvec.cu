@@ -1,0 +1,188 @@
+// The pre-compiled constraint system on the device (issue #7): the R1CS matrices A, B, C in
+// cuzk-pce's CSR form, uploaded once per device, and per partition a = A·w, b = B·w, c = C·w
+// computed where the NTTs will read them, so a, b, c never exist on the host.
+//
+// CSR layout (cuzk-pce): row pointers (u32, or u64 past 2^32 non-zeros), one u32 column per
+// non-zero with bit 31 set for "input index" and clear for "aux index", and one u32 index per
+// non-zero into a small table of distinct coefficients where 0 means +1 and 1 means -1 (most
+// non-zeros), so those need no multiplication. The witness on the device is [inputs | aux].
+#include "common.cuh"
+
+static const uint32_t INPUT_TAG = 1u << 31;
+
+struct csr_dev {
+    size_t index;
+    size_t rows, nnz, ncoeffs;
+    bool wide;
+    void* row_ptr;
+    uint32_t* cols;
+    uint32_t* cidx;
+    fr_t* coeffs;
+};
+
+template<typename ptr_t>
+__global__ void csr_spmv(const ptr_t* row_ptr, const uint32_t* cols, const uint32_t* cidx,
+                         const fr_t* coeffs, const fr_t* w, uint32_t n_inputs, size_t rows, fr_t* out)
+{
+    for (size_t r = threadIdx.x + (size_t)blockIdx.x * blockDim.x; r < rows;
+         r += (size_t)gridDim.x * blockDim.x) {
+        fr_t acc;
+        acc.zero();
+        for (size_t k = row_ptr[r], end = row_ptr[r + 1]; k < end; k++) {
+            uint32_t col = cols[k];
+            const fr_t x = (col & INPUT_TAG) ? w[col & ~INPUT_TAG] : w[n_inputs + (size_t)col];
+            uint32_t ci = cidx[k];
+            if (ci == 0)
+                acc += x;
+            else if (ci == 1)
+                acc -= x;
+            else
+                acc += x * coeffs[ci];
+        }
+        out[r] = acc;
+    }
+}
+
+__global__ void gather_kernel(fr_t* dst, const fr_t* src, const uint32_t* idx, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[idx[i]];
+}
+
+static unsigned grid_for(const stream_t& s, size_t n, unsigned threads)
+{
+    size_t blocks = (n + threads - 1) / threads;
+    size_t cap = (size_t)s.sm_count() * 16;
+    return (unsigned)(blocks < cap ? (blocks ? blocks : 1) : cap);
+}
+
+CUZK_FFI RustError cuzk_csr_upload(size_t index, size_t rows, const void* row_ptr, bool wide,
+                                   const uint32_t* cols, const uint32_t* cidx, size_t nnz,
+                                   const fr_t* coeffs, size_t ncoeffs, csr_dev** out)
+{
+    *out = nullptr;
+    csr_dev* m = nullptr;
+    RustError r = guarded([&] {
+        if (ncoeffs < 2)
+            throw std::invalid_argument("CSR: coefficient table lacks +1/-1");
+        if (!wide && nnz > 0xffffffffull)
+            throw std::invalid_argument("CSR: u32 row pointers with more than 2^32 non-zeros");
+        const gpu_t& gpu = gpu_at(index);
+        m = new csr_dev{index, rows, nnz, ncoeffs, wide, nullptr, nullptr, nullptr, nullptr};
+        size_t ptr_bytes = (rows + 1) * (wide ? 8 : 4);
+        CUDA_OK(cudaMalloc(&m->row_ptr, ptr_bytes));
+        CUDA_OK(cudaMalloc(&m->cols, (nnz ? nnz : 1) * 4));
+        CUDA_OK(cudaMalloc(&m->cidx, (nnz ? nnz : 1) * 4));
+        CUDA_OK(cudaMalloc(&m->coeffs, ncoeffs * sizeof(fr_t)));
+        gpu[0].HtoD((uint8_t*)m->row_ptr, row_ptr, ptr_bytes);
+        gpu[1].HtoD(m->cols, cols, nnz);
+        gpu[2].HtoD(m->cidx, cidx, nnz);
+        gpu.HtoD(m->coeffs, coeffs, ncoeffs);
+        gpu.sync();
+    });
+    if (r.code != cudaSuccess) {
+        if (m) {
+            (void)cudaFree(m->row_ptr); (void)cudaFree(m->cols);
+            (void)cudaFree(m->cidx); (void)cudaFree(m->coeffs);
+            delete m;
+        }
+        return r;
+    }
+    *out = m;
+    return r;
+}
+
+CUZK_FFI void cuzk_csr_free(csr_dev* m)
+{
+    if (m == nullptr)
+        return;
+    if (m->index < ngpus()) {
+        select_gpu((int)m->index);
+        (void)cudaFree(m->row_ptr); (void)cudaFree(m->cols);
+        (void)cudaFree(m->cidx); (void)cudaFree(m->coeffs);
+    }
+    delete m;
+}
+
+// d_abc (3·2^lg_n, device) ← [A·w | B·w | C·w], each zero-padded from rows to 2^lg_n.
+// d_w = [inputs | aux] on the device. All three matrices must have the same row count.
+CUZK_FFI RustError cuzk_pce_eval(size_t index, const csr_dev* const mats[3], const fr_t* d_w,
+                                 uint32_t n_inputs, uint32_t lg_n, fr_t* d_abc, float* ms)
+{
+    return guarded([&] {
+        const gpu_t& gpu = gpu_at(index);
+        const size_t n = (size_t)1 << lg_n;
+        for (int i = 0; i < 3; i++)
+            if (mats[i]->rows > n || mats[i]->rows != mats[0]->rows || mats[i]->index != index)
+                throw std::invalid_argument("PCE eval: matrix shape or device mismatch");
+        timing_event t0, t1;
+        t0.record(gpu);
+        for (int i = 0; i < 3; i++) {
+            event_t go(gpu);
+            go.wait(gpu[i]);
+            const csr_dev* m = mats[i];
+            stream_t& s = gpu[i];
+            fr_t* out = d_abc + i * n;
+            const unsigned threads = 256;
+            if (m->wide)
+                csr_spmv<<<grid_for(s, m->rows, threads), threads, 0, s>>>(
+                    (const uint64_t*)m->row_ptr, m->cols, m->cidx, m->coeffs, d_w, n_inputs, m->rows, out);
+            else
+                csr_spmv<<<grid_for(s, m->rows, threads), threads, 0, s>>>(
+                    (const uint32_t*)m->row_ptr, m->cols, m->cidx, m->coeffs, d_w, n_inputs, m->rows, out);
+            CUDA_OK(cudaGetLastError());
+            if (n > m->rows)
+                s.bzero(out + m->rows, n - m->rows);
+            event_t done(s);
+            done.wait(gpu);
+        }
+        t1.record(gpu);
+        gpu.sync();
+        ms[0] = t1.ms_since(t0);
+    });
+}
+
+// Plain device memory for the Rust side (witness, a/b/c, index lists); free with cuzk_device_free.
+CUZK_FFI RustError cuzk_device_alloc(size_t index, size_t bytes, void** d_out)
+{
+    *d_out = nullptr;
+    return guarded([&] {
+        gpu_at(index);
+        CUDA_OK(cudaMalloc(d_out, bytes ? bytes : 1));
+    });
+}
+
+CUZK_FFI RustError cuzk_copy_to_device(size_t index, void* d_dst, const void* src, size_t bytes, float* ms)
+{
+    return guarded([&] {
+        const gpu_t& gpu = gpu_at(index);
+        auto started = std::chrono::steady_clock::now();
+        gpu.HtoD((uint8_t*)d_dst, src, bytes);
+        gpu.sync();
+        *ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count();
+    });
+}
+
+CUZK_FFI RustError cuzk_copy_to_host(size_t index, void* dst, const void* d_src, size_t bytes)
+{
+    return guarded([&] {
+        const gpu_t& gpu = gpu_at(index);
+        gpu.DtoH((uint8_t*)dst, d_src, bytes);
+        gpu.sync();
+    });
+}
+
+// d_dst[i] = d_src[d_idx[i]] for i < n: the dense scalars of a density-filtered MSM.
+CUZK_FFI RustError cuzk_gather(size_t index, fr_t* d_dst, const fr_t* d_src, const uint32_t* d_idx, size_t n)
+{
+    return guarded([&] {
+        const gpu_t& gpu = gpu_at(index);
+        if (n == 0)
+            return;
+        stream_t& s = gpu;
+        gather_kernel<<<grid_for(s, n, 256), 256, 0, s>>>(d_dst, d_src, d_idx, n);
+        CUDA_OK(cudaGetLastError());
+        gpu.sync();
+    });
+}

@@ -1,0 +1,135 @@
+// NTTs over BLS12-381 Fr (sppark's kernels) and Groth16's quotient on the device:
+//   for v in a, b, c:  v ← iNTT(v) (bit-reversed coefficients) → coset NTT (natural order)
+//   h ← (a·b − c) · (gⁿ − 1)⁻¹   pointwise, Z being constant on the coset g·⟨ω⟩
+//   h ← coset iNTT(h)            (natural-order coefficients, h[n-1] = 0)
+// The three inputs go up on three streams so the transforms of a overlap the upload of b, c.
+// The result stays on the device: the H MSM reads it there (no host round trip).
+#include "common.cuh"
+#include <ntt/ntt.cuh>
+
+
+__global__ void quotient_pointwise(fr_t* a, const fr_t* b, const fr_t* c, const fr_t z_inv, size_t n)
+{
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        fr_t t = a[i] * b[i];
+        t -= c[i];
+        a[i] = t * z_inv;
+    }
+}
+
+static void launch_pointwise(stream_t& s, fr_t* a, const fr_t* b, const fr_t* c, const fr_t& z_inv, size_t n)
+{
+    const unsigned threads = 256;
+    size_t blocks = (n + threads - 1) / threads;
+    size_t cap = (size_t)s.sm_count() * 8;
+    quotient_pointwise<<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, s>>>(a, b, c, z_inv, n);
+    CUDA_OK(cudaGetLastError());
+}
+
+// In-place NTT of a host vector (a test and benchmark entry; the prover uses the quotient).
+CUZK_FFI RustError cuzk_ntt(size_t index, fr_t* inout, uint32_t lg_n, int order, int direction, int type)
+{
+    return guarded([&] {
+        if (lg_n > MAX_LG_DOMAIN_SIZE)
+            throw std::invalid_argument("NTT domain larger than 2^28");
+        const gpu_t& gpu = gpu_at(index);
+        RustError e = NTT::Base(gpu, inout, lg_n, (NTT::InputOutputOrder)order,
+                                (NTT::Direction)direction, (NTT::Type)type);
+        if (e.code != cudaSuccess)
+            throw cuda_error{e.code, e.message ? e.message : "NTT failed"};
+    });
+}
+
+// The quotient on device buffers d_abc = [a | b | c], each n = 2^lg_n long, a ← h.
+// The caller has ordered the three flip-flop streams after whatever produced the inputs.
+static void quotient_on_device(const gpu_t& gpu, fr_t* d_abc, uint32_t lg_n, const fr_t& z_inv)
+{
+    const size_t n = (size_t)1 << lg_n;
+    fr_t* v[3] = {d_abc, d_abc + n, d_abc + 2 * n};
+    for (int i = 0; i < 3; i++) {
+        stream_t& s = gpu[i];
+        NTT::Base_dev_ptr(s, v[i], lg_n, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+        NTT::Base_dev_ptr(s, v[i], lg_n, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+    }
+    for (int i = 0; i < 3; i++) {
+        event_t done(gpu[i]);
+        done.wait(gpu);
+    }
+    stream_t& s0 = gpu;
+    launch_pointwise(s0, v[0], v[1], v[2], z_inv, n);
+    NTT::Base_dev_ptr(s0, v[0], lg_n, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+}
+
+// a, b, c: host vectors of m ≤ 2^lg_n evaluations (zero-padded here). On success *d_h owns a
+// device buffer whose first n elements are h's coefficients (free with cuzk_device_free);
+// if h_host is not null, h[0..n-1) is also copied there. ms[0] = upload ms, ms[1] = NTT ms.
+CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, const fr_t* c, size_t m,
+                                 uint32_t lg_n, const fr_t* z_inv, fr_t** d_h, fr_t* h_host, float* ms)
+{
+    *d_h = nullptr;
+    fr_t* d_abc = nullptr;
+    RustError r = guarded([&] {
+        if (lg_n > MAX_LG_DOMAIN_SIZE || lg_n == 0 || m > ((size_t)1 << lg_n))
+            throw std::invalid_argument("quotient: bad domain size");
+        const gpu_t& gpu = gpu_at(index);
+        const size_t n = (size_t)1 << lg_n;
+        CUDA_OK(cudaMalloc(&d_abc, 3 * n * sizeof(fr_t)));
+        const fr_t* host[3] = {a, b, c};
+        timing_event t0, t1, t2;
+        t0.record(gpu);
+        event_t started(gpu);
+        for (int i = 0; i < 3; i++) {
+            started.wait(gpu[i]);
+            gpu[i].HtoD(d_abc + i * n, host[i], m);
+            if (n > m)
+                gpu[i].bzero(d_abc + i * n + m, n - m);
+        }
+        for (int i = 0; i < 3; i++) {
+            event_t up(gpu[i]);
+            up.wait(gpu);
+        }
+        t1.record(gpu);
+        // Uploads are done before the transforms start, so the timings separate cleanly;
+        // the transforms still run on three streams.
+        for (int i = 0; i < 3; i++) {
+            event_t go(gpu);
+            go.wait(gpu[i]);
+        }
+        quotient_on_device(gpu, d_abc, lg_n, *z_inv);
+        t2.record(gpu);
+        if (h_host != nullptr)
+            gpu.DtoH(h_host, d_abc, n - 1);
+        gpu.sync();
+        ms[0] = t1.ms_since(t0);
+        ms[1] = t2.ms_since(t1);
+    });
+    if (r.code != cudaSuccess) {
+        if (d_abc != nullptr)
+            (void)cudaFree(d_abc);
+        return r;
+    }
+    *d_h = d_abc;
+    return r;
+}
+
+// The same on a, b, c already on the device (computed there by the PCE mat-vec): d_abc is
+// [a | b | c], 3·2^lg_n long; h replaces a. ms[0] = NTT ms.
+CUZK_FFI RustError cuzk_quotient_device(size_t index, fr_t* d_abc, uint32_t lg_n, const fr_t* z_inv, float* ms)
+{
+    return guarded([&] {
+        if (lg_n > MAX_LG_DOMAIN_SIZE || lg_n == 0)
+            throw std::invalid_argument("quotient: bad domain size");
+        const gpu_t& gpu = gpu_at(index);
+        timing_event t0, t1;
+        t0.record(gpu);
+        for (int i = 0; i < 3; i++) {
+            event_t go(gpu);
+            go.wait(gpu[i]);
+        }
+        quotient_on_device(gpu, d_abc, lg_n, *z_inv);
+        t1.record(gpu);
+        gpu.sync();
+        ms[0] = t1.ms_since(t0);
+    });
+}

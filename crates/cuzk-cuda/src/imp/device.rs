@@ -1,0 +1,79 @@
+//! Which CUDA devices exist and how to address them.
+//!
+//! Devices are addressed by **index** in the list sppark builds at first use (every visible
+//! device of compute capability 7.0+ with cooperative launch, in CUDA order) and bound
+//! explicitly on every call. `CUDA_VISIBLE_DEVICES` is never set or read here: the CUDA
+//! runtime reads it once, at start, so changing it later does nothing (a daemon that "binds"
+//! workers that way sends them all to device 0). If the operator set it before start, the
+//! ordinals below are the visible ones.
+
+use super::error::{check, CudaError};
+use super::ffi;
+
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Position in the usable-device list; what every FFI call takes.
+    pub index: usize,
+    /// The CUDA ordinal (what `nvidia-smi` shows, modulo CUDA_VISIBLE_DEVICES).
+    pub ordinal: u32,
+    pub name: String,
+    pub pci_bus_id: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: i32,
+    pub total_memory: u64,
+    pub free_memory: u64,
+}
+
+/// Every usable device. An error means the CUDA runtime itself failed (no driver, say).
+pub fn devices() -> Result<Vec<DeviceInfo>, CudaError> {
+    let mut n = 0usize;
+    check(unsafe { ffi::cuzk_device_count(&mut n) })?;
+    (0..n).map(info).collect()
+}
+
+pub fn info(index: usize) -> Result<DeviceInfo, CudaError> {
+    // SAFETY: DeviceProps is plain data; the glue fills it completely on success.
+    let mut p: ffi::DeviceProps = unsafe { std::mem::zeroed() };
+    check(unsafe { ffi::cuzk_device_props(index, &mut p) })?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(&[])).into_owned();
+    Ok(DeviceInfo {
+        index,
+        ordinal: p.cuda_id as u32,
+        name: text(&p.name),
+        pci_bus_id: text(&p.pci_bus_id),
+        compute_capability: (p.major, p.minor),
+        sm_count: p.sm_count,
+        total_memory: p.total_mem as u64,
+        free_memory: p.free_mem as u64,
+    })
+}
+
+/// (free, total) bytes of device memory right now.
+pub fn memory(index: usize) -> Result<(u64, u64), CudaError> {
+    let (mut free, mut total) = (0usize, 0usize);
+    check(unsafe { ffi::cuzk_device_mem(index, &mut free, &mut total) })?;
+    Ok((free as u64, total as u64))
+}
+
+/// The devices to use: `ordinals` (CUDA ordinals; empty = all), each resolved to its index.
+/// An ordinal that does not exist is an error, not a silent fallback to another device.
+pub fn select(ordinals: &[u32]) -> Result<Vec<DeviceInfo>, CudaError> {
+    let all = devices()?;
+    if all.is_empty() {
+        return Err(CudaError::no_device("no usable CUDA device (compute capability 7.0+) is visible"));
+    }
+    if ordinals.is_empty() {
+        return Ok(all);
+    }
+    let mut chosen = Vec::new();
+    for &o in ordinals {
+        let d = all.iter().find(|d| d.ordinal == o).ok_or_else(|| {
+            let have: Vec<String> = all.iter().map(|d| d.ordinal.to_string()).collect();
+            CudaError::no_device(format!("gpus.devices lists CUDA device {o}, but the usable ones are [{}]", have.join(", ")))
+        })?;
+        if !chosen.iter().any(|c: &DeviceInfo| c.index == d.index) {
+            chosen.push(d.clone());
+        }
+    }
+    Ok(chosen)
+}

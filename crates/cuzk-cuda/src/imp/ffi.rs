@@ -1,0 +1,83 @@
+//! The C ABI of `cuda/*.cu`. Every call returns `sppark::Error` (the glue's RustError); the
+//! opaque context types are only ever handled through pointers.
+
+use std::ffi::c_void;
+
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+use blstrs::Scalar as Fr;
+use sppark::Error;
+
+#[repr(C)]
+pub struct DeviceProps {
+    pub cuda_id: i32,
+    pub major: i32,
+    pub minor: i32,
+    pub sm_count: i32,
+    pub total_mem: usize,
+    pub free_mem: usize,
+    pub name: [u8; 256],
+    pub pci_bus_id: [u8; 32],
+}
+
+#[repr(C)]
+pub struct MsmG1Ctx {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct MsmG2Ctx {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct CsrDev {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    pub fn cuzk_device_count(n: *mut usize) -> Error;
+    pub fn cuzk_device_props(index: usize, out: *mut DeviceProps) -> Error;
+    pub fn cuzk_device_mem(index: usize, free: *mut usize, total: *mut usize) -> Error;
+    pub fn cuzk_host_register(ptr: *mut c_void, bytes: usize) -> Error;
+    pub fn cuzk_host_unregister(ptr: *mut c_void) -> Error;
+    pub fn cuzk_device_free(index: usize, d_ptr: *mut c_void);
+    pub fn cuzk_device_alloc(index: usize, bytes: usize, d_out: *mut *mut c_void) -> Error;
+    pub fn cuzk_copy_to_device(index: usize, d_dst: *mut c_void, src: *const c_void, bytes: usize, ms: *mut f32) -> Error;
+    pub fn cuzk_copy_to_host(index: usize, dst: *mut c_void, d_src: *const c_void, bytes: usize) -> Error;
+
+    pub fn cuzk_ntt(index: usize, inout: *mut Fr, lg_n: u32, order: i32, direction: i32, ty: i32) -> Error;
+    pub fn cuzk_quotient(
+        index: usize,
+        a: *const Fr,
+        b: *const Fr,
+        c: *const Fr,
+        m: usize,
+        lg_n: u32,
+        z_inv: *const Fr,
+        d_h: *mut *mut Fr,
+        h_host: *mut Fr,
+        ms: *mut f32,
+    ) -> Error;
+    pub fn cuzk_quotient_device(index: usize, d_abc: *mut Fr, lg_n: u32, z_inv: *const Fr, ms: *mut f32) -> Error;
+
+    pub fn cuzk_msm_g1_create(index: usize, points: *const blst_p1_affine, n: usize, resident: bool, out: *mut *mut MsmG1Ctx) -> Error;
+    pub fn cuzk_msm_g1_run(ctx: *mut MsmG1Ctx, scalars: *const Fr, n: usize, on_device: bool, out: *mut blst_p1, ms: *mut f32) -> Error;
+    pub fn cuzk_msm_g1_destroy(ctx: *mut MsmG1Ctx);
+    pub fn cuzk_msm_g2_create(index: usize, points: *const blst_p2_affine, n: usize, resident: bool, out: *mut *mut MsmG2Ctx) -> Error;
+    pub fn cuzk_msm_g2_run(ctx: *mut MsmG2Ctx, scalars: *const Fr, n: usize, on_device: bool, out: *mut blst_p2, ms: *mut f32) -> Error;
+    pub fn cuzk_msm_g2_destroy(ctx: *mut MsmG2Ctx);
+
+    pub fn cuzk_csr_upload(
+        index: usize,
+        rows: usize,
+        row_ptr: *const c_void,
+        wide: bool,
+        cols: *const u32,
+        cidx: *const u32,
+        nnz: usize,
+        coeffs: *const Fr,
+        ncoeffs: usize,
+        out: *mut *mut CsrDev,
+    ) -> Error;
+    pub fn cuzk_csr_free(m: *mut CsrDev);
+    pub fn cuzk_pce_eval(index: usize, mats: *const *const CsrDev, d_w: *const Fr, n_inputs: u32, lg_n: u32, d_abc: *mut Fr, ms: *mut f32) -> Error;
+    pub fn cuzk_gather(index: usize, d_dst: *mut Fr, d_src: *const Fr, d_idx: *const u32, n: usize) -> Error;
+}

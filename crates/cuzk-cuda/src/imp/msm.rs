@@ -1,0 +1,102 @@
+//! MSM contexts: one per (device, SRS query). Resident contexts copy their points to the
+//! device once; streaming ones keep a host pointer and let sppark copy per call.
+//!
+//! Safety contract of a streaming context: the host points must outlive it and must not
+//! move. The prover guarantees it by keeping the contexts of one SRS inside an entry that is
+//! dropped (by `forget_srs`) before the SRS itself.
+
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+
+use super::buffer::DeviceBuffer;
+use super::error::{check, CudaError};
+use super::ffi;
+
+/// Scalars of one MSM: on the host, or a prefix/window of a device buffer.
+pub enum Scalars<'a> {
+    Host(&'a [Fr]),
+    Device { buffer: &'a DeviceBuffer<Fr>, offset: usize, len: usize },
+}
+
+impl Scalars<'_> {
+    fn raw(&self) -> (*const Fr, usize, bool) {
+        match self {
+            Scalars::Host(s) => (s.as_ptr(), s.len(), false),
+            Scalars::Device { buffer, offset, len } => {
+                assert!(offset + len <= buffer.len(), "MSM scalars beyond the device buffer");
+                // SAFETY: in bounds (asserted); the pointer is only used on the device.
+                (unsafe { buffer.as_ptr().add(*offset) }, *len, true)
+            }
+        }
+    }
+}
+
+macro_rules! msm_context {
+    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $run:ident, $destroy:ident) => {
+        pub struct $name {
+            ctx: *mut $ctx,
+            len: usize,
+            resident: bool,
+        }
+
+        // SAFETY: the context is only used through the glue, one thread at a time per device
+        // (the prover's device lock).
+        unsafe impl Send for $name {}
+        unsafe impl Sync for $name {}
+
+        impl $name {
+            /// A context over `points` on device `index`. `resident`: copy the points now.
+            ///
+            /// # Safety
+            /// When not resident, `points` must stay alive and in place until the context is
+            /// dropped.
+            pub unsafe fn new(index: usize, points: &[$affine], resident: bool) -> Result<Self, CudaError> {
+                let mut ctx = std::ptr::null_mut();
+                check(ffi::$create(index, points.as_ptr().cast::<$raw_affine>(), points.len(), resident, &mut ctx))?;
+                Ok($name { ctx, len: points.len(), resident })
+            }
+
+            /// Σ scalars[i]·points[i] over the first `scalars.len()` points; also the wall ms.
+            pub fn run(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
+                let (ptr, n, on_device) = scalars.raw();
+                assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
+                let mut out = <$raw_proj>::default();
+                let mut ms = 0f32;
+                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, &mut out, &mut ms) })?;
+                // SAFETY: blstrs' projective type is repr(transparent) over blst's, and sppark's
+                // Jacobian result has blst's layout (X, Y, Z in Montgomery form).
+                Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms))
+            }
+
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            pub fn resident(&self) -> bool {
+                self.resident
+            }
+
+            /// Device bytes the points occupy when resident.
+            pub fn resident_bytes(&self) -> u64 {
+                if self.resident {
+                    (self.len * std::mem::size_of::<$affine>()) as u64
+                } else {
+                    0
+                }
+            }
+        }
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                unsafe { ffi::$destroy(self.ctx) };
+            }
+        }
+    };
+}
+
+msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_run, cuzk_msm_g1_destroy);
+msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_run, cuzk_msm_g2_destroy);

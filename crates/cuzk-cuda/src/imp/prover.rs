@@ -1,0 +1,475 @@
+//! [`CudaProver`]: Groth16 on CUDA devices.
+//!
+//! One partition on one device:
+//!   1. outside the device lock — gather the dense A/B scalars on the host (host path), and
+//!      start B in G2 on the CPU if configured so;
+//!   2. the device-exclusive region (one partition per device at a time, since sppark's
+//!      streams are per device) — a, b, c up and the quotient by NTTs, or (GPU-resident PCE
+//!      path) the witness up and a, b, c by sparse mat-vec there; then the H, L, A, B_G1
+//!      (and B_G2) MSMs, with H's scalars read where the NTT left them;
+//!   3. after the lock is released ([`CudaProver::finish`]) — wait for a CPU B_G2 and
+//!      assemble the proof, while the next partition already has the device.
+//! With `workers_per_device` ≥ 2, one worker's host work overlaps another's device work.
+//!
+//! A CUDA error fails only that attempt: the partition is retried once on another device,
+//! or on the CPU backend if there is no other, and the device stays in service.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use cuzk_groth16::msm::{dense_scalars, msm_g2};
+use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
+use cuzk_groth16::{CpuProver, DeviceReport, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs};
+use cuzk_pce::PreCompiled;
+use group::Group;
+use parking_lot::Mutex;
+
+use super::buffer::DeviceBuffer;
+use super::device::{self, DeviceInfo};
+use super::error::CudaError;
+use super::msm::Scalars;
+use super::ntt;
+use super::pce::DevicePce;
+use super::resident::{resident_size, PinnedSrs, SrsKey, SrsOnDevice};
+
+/// Whether the SRS points live on each device or stream from host memory per proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residency {
+    /// Resident when the device has room for them plus a proof's working buffers.
+    Auto,
+    Always,
+    Never,
+}
+
+/// Where B in G2 (the one G2 MSM) is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum B2Placement {
+    Gpu,
+    /// On the CPU, concurrently with the device work of the same partition.
+    Cpu,
+}
+
+#[derive(Clone, Debug)]
+pub struct CudaOptions {
+    /// CUDA ordinals; empty = every usable device.
+    pub devices: Vec<u32>,
+    pub workers_per_device: usize,
+    pub residency: Residency,
+    pub b_g2: B2Placement,
+    /// Evaluate PCE matrices on the device (a, b, c never on the host) when the caller
+    /// offers them.
+    pub device_matvec: bool,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions { devices: vec![], workers_per_device: 2, residency: Residency::Auto, b_g2: B2Placement::Gpu, device_matvec: true }
+    }
+}
+
+struct Gpu {
+    info: DeviceInfo,
+    /// Held for the device-exclusive region of one partition.
+    lock: Mutex<()>,
+    /// Partitions using or waiting for this device.
+    active: AtomicUsize,
+    srs: Mutex<Vec<Arc<SrsOnDevice>>>,
+    /// Keyed by the address of the host `PreCompiled` (which the PCE cache keeps for good).
+    pce: Mutex<Vec<(usize, Arc<DevicePce>)>>,
+    proved: AtomicU64,
+    failures: AtomicU64,
+    busy_ns: AtomicU64,
+}
+
+pub struct CudaProver {
+    options: CudaOptions,
+    gpus: Vec<Gpu>,
+    pinned: Mutex<Vec<PinnedSrs>>,
+    cpu: CpuProver,
+    next: AtomicUsize,
+    retries: AtomicU64,
+}
+
+/// What the device-exclusive region produced; [`CudaProver::finish`] turns it into a proof.
+pub struct GpuPhase {
+    sums: MsmResults,
+    /// B in G2 still running on the CPU.
+    pending_b_g2: Option<std::thread::JoinHandle<G2Projective>>,
+    timings: ProveTimings,
+    started: Instant,
+}
+
+/// Decrements a device's `active` count however the attempt ends.
+struct Active<'a>(&'a AtomicUsize);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn backend_error(device: &DeviceInfo, e: CudaError) -> ProveError {
+    ProveError::Backend { backend: format!("cuda:{}", device.ordinal), message: e.to_string() }
+}
+
+/// Host vectors of a partition proved on the host path, borrowed for the device region.
+struct HostInputs<'a> {
+    w: &'a ProvingAssignment,
+    a_scalars: Vec<Fr>,
+    b_scalars: Arc<Vec<Fr>>,
+}
+
+impl CudaProver {
+    /// Find and bind the configured devices. No usable device is an error (the operator
+    /// asked for CUDA), never a silent CPU fallback.
+    pub fn new(options: CudaOptions) -> Result<Self, CudaError> {
+        let infos = device::select(&options.devices)?;
+        for d in &infos {
+            tracing::info!(ordinal = d.ordinal, name = %d.name, pci = %d.pci_bus_id, sm = ?d.compute_capability,
+                memory_gib = d.total_memory as f64 / (1u64 << 30) as f64, "CUDA device in use");
+        }
+        let gpus = infos
+            .into_iter()
+            .map(|info| Gpu {
+                info,
+                lock: Mutex::new(()),
+                active: AtomicUsize::new(0),
+                srs: Mutex::new(Vec::new()),
+                pce: Mutex::new(Vec::new()),
+                proved: AtomicU64::new(0),
+                failures: AtomicU64::new(0),
+                busy_ns: AtomicU64::new(0),
+            })
+            .collect();
+        Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0), retries: AtomicU64::new(0) })
+    }
+
+    pub fn device_infos(&self) -> Vec<DeviceInfo> {
+        self.gpus.iter().map(|g| g.info.clone()).collect()
+    }
+
+    /// Partitions retried elsewhere after a device error.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// The device with the fewest partitions on it (ties broken round-robin), then the rest.
+    fn device_order(&self) -> Vec<usize> {
+        let n = self.gpus.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let mut order: Vec<usize> = (0..n).map(|i| (start + i) % n).collect();
+        order.sort_by_key(|&i| self.gpus[i].active.load(Ordering::Relaxed));
+        order
+    }
+
+    fn b_g2_on_gpu(&self) -> bool {
+        self.options.b_g2 == B2Placement::Gpu
+    }
+
+    /// This SRS's contexts on `gpu`, built on first use. Call with the device lock held.
+    fn srs_on(&self, gpu: &Gpu, srs: &Srs, working_bytes: u64) -> Result<Arc<SrsOnDevice>, CudaError> {
+        let key = SrsKey::of(srs);
+        let mut list = gpu.srs.lock();
+        if let Some(s) = list.iter().find(|s| s.key == key) {
+            return Ok(s.clone());
+        }
+        // Same file, new load (evicted and loaded again): the old contexts are stale.
+        list.retain(|s| s.key != key);
+        let need = resident_size(srs, self.b_g2_on_gpu());
+        let resident = match self.options.residency {
+            Residency::Always => true,
+            Residency::Never => false,
+            Residency::Auto => {
+                let (free, _) = device::memory(gpu.info.index)?;
+                need + working_bytes + (1 << 30) < free
+            }
+        };
+        if !resident {
+            let mut pinned = self.pinned.lock();
+            if !pinned.iter().any(|p| p.key == key) {
+                pinned.push(PinnedSrs::pin(srs));
+            }
+        }
+        let started = Instant::now();
+        // SAFETY: streaming contexts point into `srs`; forget_srs drops them before the SRS.
+        let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, resident, self.b_g2_on_gpu())? });
+        tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), resident,
+            gib = on.bytes() as f64 / (1u64 << 30) as f64, ms = started.elapsed().as_millis() as u64, "parameters set up on device");
+        list.push(on.clone());
+        Ok(on)
+    }
+
+    fn pce_on(&self, gpu: &Gpu, pc: &PreCompiled) -> Result<Arc<DevicePce>, CudaError> {
+        let key = pc as *const PreCompiled as usize;
+        let mut list = gpu.pce.lock();
+        if let Some((_, p)) = list.iter().find(|(k, _)| *k == key) {
+            return Ok(p.clone());
+        }
+        let started = Instant::now();
+        let p = Arc::new(DevicePce::upload(gpu.info.index, pc)?);
+        tracing::info!(device = gpu.info.ordinal, gib = p.bytes() as f64 / (1u64 << 30) as f64,
+            ms = started.elapsed().as_millis() as u64, "PCE matrices uploaded to device");
+        list.push((key, p.clone()));
+        Ok(p)
+    }
+
+    /// The device-exclusive region for a partition whose a, b, c are on the host.
+    fn gpu_phase_host(&self, g: usize, srs: &Srs, shape: &Shape, inputs: &HostInputs<'_>, t: &mut ProveTimings) -> Result<MsmResults, CudaError> {
+        let gpu = &self.gpus[g];
+        let w = inputs.w;
+        let n = shape.domain.n;
+        let working = 3 * n as u64 * 32 + 2 * w.aux_assignment.len() as u64 * 32;
+        let dev = self.srs_on(gpu, srs, working)?;
+        let (d_h, qt) = ntt::quotient(gpu.info.index, &shape.domain, &w.a, &w.b, &w.c)?;
+        t.upload += ms(qt.upload_ms);
+        t.ntt = ms(qt.ntt_ms);
+        let h = run_g1(&dev.h, Scalars::Device { buffer: &d_h, offset: 0, len: n - 1 }, &mut t.msm_h)?;
+        drop(d_h);
+        let l = run_g1(&dev.l, Scalars::Host(&w.aux_assignment), &mut t.msm_l)?;
+        let a = run_g1(&dev.a, Scalars::Host(&inputs.a_scalars), &mut t.msm_a)?;
+        let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1)?;
+        let b_g2 = match &dev.b_g2 {
+            Some(m) => {
+                let (r, msm_ms) = m.run(Scalars::Host(&inputs.b_scalars))?;
+                t.msm_b_g2 = ms(msm_ms);
+                r
+            }
+            None => G2Projective::identity(),
+        };
+        Ok(MsmResults { h, l, a, b_g1, b_g2 })
+    }
+
+    /// The device-exclusive region for the GPU-resident PCE path: only the witness goes up.
+    fn gpu_phase_witness(&self, g: usize, srs: &Srs, shape: &Shape, pc: &PreCompiled, w: &ProvingAssignment, t: &mut ProveTimings) -> Result<MsmResults, CudaError> {
+        let gpu = &self.gpus[g];
+        let idx = gpu.info.index;
+        let n = shape.domain.n;
+        let (n_in, n_aux) = (w.input_assignment.len(), w.aux_assignment.len());
+        let working = 3 * n as u64 * 32 + 2 * (n_in + n_aux) as u64 * 32;
+        let dev = self.srs_on(gpu, srs, working)?;
+        let dpce = self.pce_on(gpu, pc)?;
+        let witness = DeviceBuffer::<Fr>::alloc(idx, n_in + n_aux)?;
+        t.upload += ms(witness.write(0, &w.input_assignment)? + witness.write(n_in, &w.aux_assignment)?);
+        let (abc, mv_ms) = dpce.eval(&shape.domain, &witness)?;
+        t.matvec = ms(mv_ms);
+        t.ntt = ms(ntt::quotient_on_device(&shape.domain, &abc)?);
+        let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h)?;
+        drop(abc);
+        let l = run_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, &mut t.msm_l)?;
+        let a_s = dpce.gather_a(&witness)?;
+        let a = run_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, &mut t.msm_a)?;
+        drop(a_s);
+        let b_s = dpce.gather_b(&witness)?;
+        let b_g1 = run_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g1)?;
+        let b_g2 = match &dev.b_g2 {
+            Some(m) => {
+                let (r, msm_ms) = m.run(Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() })?;
+                t.msm_b_g2 = ms(msm_ms);
+                r
+            }
+            None => G2Projective::identity(),
+        };
+        Ok(MsmResults { h, l, a, b_g1, b_g2 })
+    }
+
+    /// Steps 1 and 2 on device `g`: returns once the device is free again.
+    fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, w: &ProvingAssignment, pc: Option<&PreCompiled>) -> Result<GpuPhase, ProveError> {
+        let gpu = &self.gpus[g];
+        gpu.active.fetch_add(1, Ordering::Relaxed);
+        let _active = Active(&gpu.active);
+        let started = Instant::now();
+        let mut t = ProveTimings { device: Some(gpu.info.ordinal), ..Default::default() };
+
+        // B's dense scalars are needed on the host for the host path and for a CPU B_G2.
+        let need_host_b = pc.is_none() || !self.b_g2_on_gpu();
+        let b_scalars = Arc::new(if need_host_b {
+            let mut v = dense_scalars(&w.input_assignment, &w.b_input_density);
+            v.extend(dense_scalars(&w.aux_assignment, &w.b_aux_density));
+            v
+        } else {
+            Vec::new()
+        });
+        let pending_b_g2 = if self.b_g2_on_gpu() {
+            None
+        } else {
+            let (b, points) = (b_scalars.clone(), srs.b_g2.as_ptr() as usize);
+            let len = srs.b_g2.len();
+            // SAFETY: the SRS outlives the partition's proof (the caller holds it until
+            // `finish` has joined this thread).
+            let points: &'static [blstrs::G2Affine] = unsafe { std::slice::from_raw_parts(points as *const _, len) };
+            Some(std::thread::spawn(move || msm_g2(points, &b)))
+        };
+
+        let host = match pc {
+            Some(_) => None,
+            None => {
+                let mut a_scalars = w.input_assignment.clone();
+                a_scalars.extend(dense_scalars(&w.aux_assignment, &w.a_aux_density));
+                Some(HostInputs { w, a_scalars, b_scalars: b_scalars.clone() })
+            }
+        };
+
+        let wait_start = Instant::now();
+        let guard = gpu.lock.lock();
+        let span_start = Instant::now();
+        t.device_wait = span_start - wait_start;
+        let result = match (pc, &host) {
+            (Some(pc), _) => self.gpu_phase_witness(g, srs, shape, pc, w, &mut t),
+            (None, Some(h)) => self.gpu_phase_host(g, srs, shape, h, &mut t),
+            (None, None) => unreachable!("host inputs are built whenever there are no matrices"),
+        };
+        let span_end = Instant::now();
+        drop(guard);
+        gpu.busy_ns.fetch_add((span_end - span_start).as_nanos() as u64, Ordering::Relaxed);
+        t.device_span = Some((span_start, span_end));
+        match result {
+            Ok(sums) => Ok(GpuPhase { sums, pending_b_g2, timings: t, started }),
+            Err(e) => {
+                gpu.failures.fetch_add(1, Ordering::Relaxed);
+                if let Some(h) = pending_b_g2 {
+                    let _ = h.join();
+                }
+                Err(backend_error(&gpu.info, e))
+            }
+        }
+    }
+
+    /// Step 3: host work after the device is released.
+    pub fn finish(&self, srs: &Srs, phase: GpuPhase, rs: Randomness) -> (Proof, ProveTimings) {
+        let GpuPhase { mut sums, pending_b_g2, mut timings, started } = phase;
+        if let Some(h) = pending_b_g2 {
+            let s = Instant::now();
+            sums.b_g2 = h.join().expect("B_G2 MSM thread panicked");
+            timings.msm_b_g2 = s.elapsed();
+        }
+        let proof = assemble(srs, rs, sums);
+        if let Some(d) = timings.device {
+            if let Some(g) = self.gpus.iter().find(|g| g.info.ordinal == d) {
+                g.proved.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        timings.total = started.elapsed();
+        (proof, timings)
+    }
+
+    /// Try each device in order of load (at most two attempts), then the CPU.
+    fn prove_with(&self, srs: &Srs, shape: &Shape, w: ProvingAssignment, pc: Option<&PreCompiled>, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+        let order = self.device_order();
+        let mut last_err = None;
+        for &g in order.iter().take(2) {
+            match self.start_on(g, srs, shape, &w, pc) {
+                Ok(phase) => return Ok(self.finish(srs, phase, rs)),
+                Err(e) => {
+                    tracing::error!(device = self.gpus[g].info.ordinal, error = %e, "partition failed on device; retrying");
+                    self.retries.fetch_add(1, Ordering::Relaxed);
+                    last_err = Some(e);
+                }
+            }
+        }
+        if order.len() >= 2 {
+            return Err(last_err.expect("at least one attempt was made"));
+        }
+        // One device only: the second attempt is the CPU.
+        tracing::warn!("retrying the partition on the CPU backend");
+        let w = match pc {
+            Some(pc) => cuzk_pce::evaluate(pc, w.input_assignment, w.aux_assignment)
+                .map_err(|e| ProveError::Backend { backend: "cpu".into(), message: e.to_string() })?,
+            None => w,
+        };
+        self.cpu.prove(srs, w, rs)
+    }
+}
+
+fn ms(v: f32) -> Duration {
+    Duration::from_secs_f64(v.max(0.0) as f64 / 1e3)
+}
+
+fn run_g1(m: &Option<super::msm::MsmG1>, s: Scalars<'_>, slot: &mut Duration) -> Result<G1Projective, CudaError> {
+    match m {
+        Some(m) => {
+            let (r, t) = m.run(s)?;
+            *slot = ms(t);
+            Ok(r)
+        }
+        None => Ok(G1Projective::identity()),
+    }
+}
+
+impl ProverBackend for CudaProver {
+    fn name(&self) -> String {
+        let ords: Vec<String> = self.gpus.iter().map(|g| g.info.ordinal.to_string()).collect();
+        format!("cuda[{}]", ords.join(","))
+    }
+
+    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+        let shape = check_shape(srs, &w)?;
+        self.prove_with(srs, &shape, w, None, rs)
+    }
+
+    fn parallelism(&self) -> Option<usize> {
+        Some(self.gpus.len() * self.options.workers_per_device.max(1))
+    }
+
+    fn devices(&self) -> Vec<DeviceReport> {
+        self.gpus
+            .iter()
+            .map(|g| {
+                let (free, total) = device::memory(g.info.index).unwrap_or((0, g.info.total_memory));
+                let resident = g.srs.lock().iter().map(|s| s.bytes()).sum::<u64>() + g.pce.lock().iter().map(|(_, p)| p.bytes()).sum::<u64>();
+                DeviceReport {
+                    ordinal: g.info.ordinal,
+                    name: g.info.name.clone(),
+                    memory_total: total,
+                    memory_free: free,
+                    resident_bytes: resident,
+                    partitions_proved: g.proved.load(Ordering::Relaxed),
+                    failures: g.failures.load(Ordering::Relaxed),
+                    busy: Duration::from_nanos(g.busy_ns.load(Ordering::Relaxed)),
+                    active: g.active.load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
+
+    fn forget_srs(&self, srs: &Srs) {
+        let key = SrsKey::of(srs);
+        for g in &self.gpus {
+            let _device = g.lock.lock();
+            g.srs.lock().retain(|s| s.key != key);
+        }
+        self.pinned.lock().retain(|p| p.key != key);
+    }
+
+    fn evaluates_matrices(&self) -> bool {
+        self.options.device_matvec
+    }
+
+    fn prove_witness(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), w: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+        let pc = matrices.downcast_ref::<PreCompiled>().ok_or_else(|| ProveError::Backend {
+            backend: self.name(),
+            message: "prove_witness needs cuzk_pce::PreCompiled matrices".into(),
+        })?;
+        if w.input_assignment.len() != pc.num_inputs || w.aux_assignment.len() != pc.num_aux {
+            return Err(ProveError::ShapeMismatch(format!(
+                "witness has {} inputs and {} aux, the matrices {} and {}",
+                w.input_assignment.len(),
+                w.aux_assignment.len(),
+                pc.num_inputs,
+                pc.num_aux
+            )));
+        }
+        let shape = check_sizes(
+            srs,
+            pc.num_constraints,
+            pc.num_inputs,
+            pc.num_aux,
+            pc.a_aux_density.count_ones(),
+            pc.b_input_density.count_ones(),
+            pc.b_aux_density.count_ones(),
+        )?;
+        self.prove_with(srs, &shape, w, Some(pc), rs)
+    }
+}

@@ -1,0 +1,111 @@
+//! One SRS on one device: the MSM contexts of its five queries, resident or streaming, and
+//! the page-locking of host parameters that streaming contexts read every proof.
+
+use std::path::PathBuf;
+
+use cuzk_groth16::Srs;
+
+use super::error::{check, CudaError};
+use super::ffi;
+use super::msm::{MsmG1, MsmG2};
+
+/// Identifies one loaded SRS: its origin, where its points live and their counts. A reload
+/// of the same file is a different key (new addresses), so stale contexts are never reused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SrsKey {
+    path: PathBuf,
+    h_ptr: usize,
+    lens: [usize; 5],
+}
+
+impl SrsKey {
+    pub fn of(srs: &Srs) -> Self {
+        SrsKey {
+            path: srs.path.clone(),
+            h_ptr: srs.h.as_ptr() as usize,
+            lens: [srs.h.len(), srs.l.len(), srs.a.len(), srs.b_g1.len(), srs.b_g2.len()],
+        }
+    }
+}
+
+pub(crate) struct SrsOnDevice {
+    pub key: SrsKey,
+    pub h: Option<MsmG1>,
+    pub l: Option<MsmG1>,
+    pub a: Option<MsmG1>,
+    pub b_g1: Option<MsmG1>,
+    /// None when B in G2 is computed on the CPU.
+    pub b_g2: Option<MsmG2>,
+}
+
+impl SrsOnDevice {
+    /// # Safety
+    /// When `resident` is false the contexts point into `srs`, which must outlive this value
+    /// (the prover drops it in `forget_srs`, before the SRS goes).
+    pub unsafe fn build(index: usize, srs: &Srs, resident: bool, with_b_g2: bool) -> Result<Self, CudaError> {
+        let g1 = |p: &[blstrs::G1Affine]| -> Result<Option<MsmG1>, CudaError> {
+            if p.is_empty() {
+                Ok(None)
+            } else {
+                MsmG1::new(index, p, resident).map(Some)
+            }
+        };
+        let b_g2 = if with_b_g2 && !srs.b_g2.is_empty() { Some(MsmG2::new(index, &srs.b_g2, resident)?) } else { None };
+        Ok(SrsOnDevice {
+            key: SrsKey::of(srs),
+            h: g1(&srs.h)?,
+            l: g1(&srs.l)?,
+            a: g1(&srs.a)?,
+            b_g1: g1(&srs.b_g1)?,
+            b_g2,
+        })
+    }
+
+    pub fn bytes(&self) -> u64 {
+        [&self.h, &self.l, &self.a, &self.b_g1].iter().filter_map(|m| m.as_ref()).map(|m| m.resident_bytes()).sum::<u64>()
+            + self.b_g2.as_ref().map_or(0, |m| m.resident_bytes())
+    }
+}
+
+/// Device bytes the five queries take when resident.
+pub(crate) fn resident_size(srs: &Srs, with_b_g2: bool) -> u64 {
+    let g1 = 96u64 * (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) as u64;
+    g1 + if with_b_g2 { 192 * srs.b_g2.len() as u64 } else { 0 }
+}
+
+/// Host pages of one SRS locked for DMA (streaming mode); unlocked on drop.
+pub(crate) struct PinnedSrs {
+    pub key: SrsKey,
+    regions: Vec<usize>,
+}
+
+impl PinnedSrs {
+    /// Lock what can be locked; a failure (e.g. RLIMIT_MEMLOCK) is logged and the SRS is
+    /// then copied from pageable memory, slower but correct.
+    pub fn pin(srs: &Srs) -> Self {
+        let mut regions = Vec::new();
+        let mut try_pin = |ptr: *const u8, bytes: usize, what: &str| {
+            if bytes == 0 {
+                return;
+            }
+            match check(unsafe { ffi::cuzk_host_register(ptr as *mut _, bytes) }) {
+                Ok(()) => regions.push(ptr as usize),
+                Err(e) => tracing::warn!(query = what, error = %e, "could not page-lock parameters; streaming them from pageable memory"),
+            }
+        };
+        try_pin(srs.h.as_ptr().cast(), std::mem::size_of_val(&srs.h[..]), "h");
+        try_pin(srs.l.as_ptr().cast(), std::mem::size_of_val(&srs.l[..]), "l");
+        try_pin(srs.a.as_ptr().cast(), std::mem::size_of_val(&srs.a[..]), "a");
+        try_pin(srs.b_g1.as_ptr().cast(), std::mem::size_of_val(&srs.b_g1[..]), "b_g1");
+        try_pin(srs.b_g2.as_ptr().cast(), std::mem::size_of_val(&srs.b_g2[..]), "b_g2");
+        PinnedSrs { key: SrsKey::of(srs), regions }
+    }
+}
+
+impl Drop for PinnedSrs {
+    fn drop(&mut self) {
+        for &p in &self.regions {
+            let _ = check(unsafe { ffi::cuzk_host_unregister(p as *mut _) });
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! cuzk's CUDA prover backend (cargo feature `cuda`; without it this crate is empty).
+//!
+//! Thin Rust over our own CUDA glue (`cuda/*.cu`), which is built on Supranational's sppark
+//! templates: Pippenger MSM in G1 and G2, NTTs over Fr. Every FFI call returns an error value
+//! (C++ exceptions are caught in the glue), so a CUDA failure — out-of-memory included — is
+//! an `Err`, never a panic or an abort.
+//!
+//! * [`device`] — finding devices; binding is always by explicit index, never through
+//!   `CUDA_VISIBLE_DEVICES` (which the CUDA runtime reads once, at start);
+//! * [`buffer`] — device memory owned from Rust;
+//! * [`ntt`] — NTTs and the Groth16 quotient on the device;
+//! * [`msm`] — MSM contexts whose points stay resident on a device (or stream from pinned
+//!   host memory when the device is too small);
+//! * [`pce`] — PCE matrices resident on a device and a = A·w, b = B·w, c = C·w there;
+//! * [`prover`] — [`CudaProver`], the `ProverBackend`: per-device locks, device choice,
+//!   retry on another device or the CPU.
+
+#[cfg(feature = "cuda")]
+mod imp {
+    pub mod buffer;
+    pub mod device;
+    pub mod error;
+    mod ffi;
+    pub mod msm;
+    pub mod ntt;
+    pub mod pce;
+    pub mod prover;
+    mod resident;
+}
+
+#[cfg(feature = "cuda")]
+pub use imp::*;
+#[cfg(feature = "cuda")]
+pub use imp::{error::CudaError, prover::{B2Placement, CudaOptions, CudaProver, Residency}};

@@ -1,0 +1,340 @@
+//! GPU tests: every device primitive against the CPU backend on random data with edge cases,
+//! and whole proofs on a hand-made circuit checked by our verifier and by bellperson's.
+//! Needs a CUDA device: built only with the `cuda` feature, run by scripts/gpu-test.sh on a
+//! GPU machine (CI compiles them; a machine without a GPU fails them, it does not skip).
+#![cfg(feature = "cuda")]
+
+use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use cuzk_cuda::buffer::DeviceBuffer;
+use cuzk_cuda::msm::{MsmG1, MsmG2, Scalars};
+use cuzk_cuda::ntt::{self, Direction, Kind, Order};
+use cuzk_cuda::pce::{query_indices, DevicePce};
+use cuzk_cuda::{B2Placement, CudaOptions, CudaProver, Residency};
+use cuzk_groth16::msm::{dense_scalars, msm_g1, msm_g2};
+use cuzk_groth16::ntt::Domain;
+use cuzk_groth16::prover::quotient_coefficients;
+use cuzk_groth16::{PreparedVerifyingKey, Proof, ProverBackend, ProvingAssignment, Randomness, Srs, SubgroupCheck};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const DEV: usize = 0;
+
+fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+fn random_scalars(r: &mut ChaCha8Rng, n: usize) -> Vec<Fr> {
+    (0..n).map(|_| Fr::random(&mut *r)).collect()
+}
+
+#[test]
+fn devices_are_listed_and_bad_indices_are_errors() {
+    let all = cuzk_cuda::device::devices().unwrap();
+    assert!(!all.is_empty(), "no CUDA device");
+    for d in &all {
+        assert!(d.total_memory > 0 && d.sm_count > 0, "{d:?}");
+    }
+    let e = cuzk_cuda::device::select(&[999]).unwrap_err();
+    assert!(e.message.contains("999"), "{e}");
+    assert!(DeviceBuffer::<Fr>::alloc(all.len() + 5, 16).is_err(), "out-of-range device index must be an error");
+}
+
+#[test]
+fn device_out_of_memory_is_an_error_and_the_device_keeps_working() {
+    let e = DeviceBuffer::<Fr>::alloc(DEV, 1 << 40).err().expect("32 TiB allocation must fail");
+    assert!(e.is_out_of_memory(), "{e}");
+    let (b, _) = DeviceBuffer::upload(DEV, &[Fr::ONE, Fr::ZERO]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), vec![Fr::ONE, Fr::ZERO]);
+}
+
+#[test]
+fn ntt_matches_cpu() {
+    let mut r = rng(1);
+    for lg in [1u32, 2, 5, 10, 11, 16, 18] {
+        let d = Domain::for_size(1 << lg).unwrap();
+        let v = random_scalars(&mut r, d.n);
+        let cases: [(&str, Kind, Direction, fn(&Domain, &mut [Fr])); 3] = [
+            ("intt", Kind::Standard, Direction::Inverse, |d, v| d.intt(v)),
+            ("coset ntt", Kind::Coset, Direction::Forward, |d, v| d.coset_ntt(v)),
+            ("coset intt", Kind::Coset, Direction::Inverse, |d, v| d.coset_intt(v)),
+        ];
+        for (what, kind, dir, cpu) in cases {
+            let mut want = v.clone();
+            cpu(&d, &mut want);
+            let mut got = v.clone();
+            ntt::ntt(DEV, &mut got, Order::NN, dir, kind).unwrap();
+            assert!(got == want, "{what} 2^{lg}");
+        }
+    }
+}
+
+#[test]
+fn quotient_matches_cpu_including_padding_and_zero_inputs() {
+    let mut r = rng(2);
+    for m in [1usize, 2, 3, 1000, 1024, 1025, 70_000] {
+        let d = Domain::for_size(m).unwrap();
+        let (a, b, c) = (random_scalars(&mut r, m), random_scalars(&mut r, m), random_scalars(&mut r, m));
+        let want = quotient_coefficients(&d, a.clone(), b.clone(), c.clone());
+        let got = ntt::quotient_to_host(DEV, &d, &a, &b, &c).unwrap();
+        assert!(got == want, "quotient m={m}");
+    }
+    let d = Domain::for_size(4096).unwrap();
+    let z = vec![Fr::ZERO; 4096];
+    assert!(ntt::quotient_to_host(DEV, &d, &z, &z, &z).unwrap().iter().all(|x| x.is_zero_vartime()));
+}
+
+fn edge_scalars(r: &mut ChaCha8Rng, n: usize) -> Vec<Fr> {
+    let mut s = random_scalars(r, n);
+    for (i, x) in s.iter_mut().enumerate() {
+        match i % 7 {
+            0 => *x = Fr::ZERO,
+            1 => *x = Fr::ONE,
+            2 => *x = -Fr::ONE,
+            _ => {}
+        }
+    }
+    s
+}
+
+fn g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
+    let base: Vec<G1Projective> = (0..n.min(512)).map(|_| G1Projective::random(&mut *r)).collect();
+    let mut out = vec![G1Affine::identity(); n];
+    let proj: Vec<G1Projective> = (0..n).map(|i| base[i % base.len()] * Fr::from(i as u64 + 1)).collect();
+    G1Projective::batch_normalize(&proj, &mut out);
+    out
+}
+
+fn g2_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G2Affine> {
+    let base: Vec<G2Projective> = (0..n.min(64)).map(|_| G2Projective::random(&mut *r)).collect();
+    let mut out = vec![G2Affine::identity(); n];
+    let proj: Vec<G2Projective> = (0..n).map(|i| base[i % base.len()] * Fr::from(i as u64 + 1)).collect();
+    G2Projective::batch_normalize(&proj, &mut out);
+    out
+}
+
+#[test]
+fn msm_g1_matches_cpu_resident_streaming_and_device_scalars() {
+    let mut r = rng(3);
+    for n in [1usize, 2, 31, 33, 1000, 4097, 100_000] {
+        let pts = g1_points(&mut r, n);
+        let sc = edge_scalars(&mut r, n);
+        let want = msm_g1(&pts, &sc);
+        for resident in [true, false] {
+            let m = unsafe { MsmG1::new(DEV, &pts, resident) }.unwrap();
+            assert_eq!(m.run(Scalars::Host(&sc)).unwrap().0, want, "G1 n={n} resident={resident}");
+            let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+            let got = m.run(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap().0;
+            assert_eq!(got, want, "G1 device scalars n={n} resident={resident}");
+            // A prefix: fewer scalars than points.
+            let k = n / 2;
+            assert_eq!(m.run(Scalars::Host(&sc[..k])).unwrap().0, msm_g1(&pts[..k], &sc[..k]), "G1 prefix n={n}");
+        }
+        let zeros = vec![Fr::ZERO; n];
+        let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+        assert_eq!(m.run(Scalars::Host(&zeros)).unwrap().0, G1Projective::identity(), "all-zero scalars n={n}");
+    }
+}
+
+#[test]
+fn msm_g2_matches_cpu() {
+    let mut r = rng(4);
+    for n in [1usize, 7, 1000, 5000] {
+        let pts = g2_points(&mut r, n);
+        let sc = edge_scalars(&mut r, n);
+        let want = msm_g2(&pts, &sc);
+        for resident in [true, false] {
+            let m = unsafe { MsmG2::new(DEV, &pts, resident) }.unwrap();
+            assert_eq!(m.run(Scalars::Host(&sc)).unwrap().0, want, "G2 n={n} resident={resident}");
+        }
+    }
+}
+
+/// A random R1CS: random linear combinations over ONE, inputs and aux with coefficients
+/// 1, -1, small and random, empty rows, a long row and duplicate terms. Values are random
+/// (unsatisfied): only the linear algebra is under test here.
+struct RandomR1cs {
+    seed: u64,
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+}
+
+impl Circuit<Fr> for RandomR1cs {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut r = rng(self.seed);
+        let mut vars = vec![CS::one()];
+        for i in 0..self.inputs {
+            let v = Fr::random(&mut r);
+            vars.push(cs.alloc_input(|| format!("in{i}"), || Ok(v))?);
+        }
+        for i in 0..self.aux {
+            let v = Fr::random(&mut r);
+            vars.push(cs.alloc(|| format!("aux{i}"), || Ok(v))?);
+        }
+        let coeff = |r: &mut ChaCha8Rng| match r.next_u32() % 4 {
+            0 => Fr::ONE,
+            1 => -Fr::ONE,
+            2 => Fr::from(r.next_u32() as u64 % 5 + 2),
+            _ => Fr::random(&mut *r),
+        };
+        let lc = |r: &mut ChaCha8Rng, row: usize| -> LinearCombination<Fr> {
+            let terms = if row == 7 { 3000 } else if row % 11 == 0 { 0 } else { 1 + r.next_u32() as usize % 4 };
+            let mut l = LinearCombination::zero();
+            for _ in 0..terms {
+                let v: Variable = vars[r.next_u32() as usize % vars.len()];
+                l = l + (coeff(r), v);
+            }
+            l
+        };
+        for i in 0..self.constraints {
+            let (a, b, c) = (lc(&mut r, i), lc(&mut r, i + 1), lc(&mut r, i + 2));
+            cs.enforce(|| format!("c{i}"), |_| a, |_| b, |_| c);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn device_matvec_equals_cpu_matvec_bit_for_bit() {
+    for (seed, inputs, aux, constraints) in [(1u64, 0usize, 5usize, 20usize), (2, 3, 1000, 3000), (3, 40, 20_000, 70_000)] {
+        let circuit = || RandomR1cs { seed, inputs, aux, constraints };
+        let pc = cuzk_pce::extract(circuit()).unwrap();
+        let (ins, auxv) = cuzk_pce::witness(circuit()).unwrap();
+        let want = cuzk_pce::evaluate(&pc, ins.clone(), auxv.clone()).unwrap();
+        let d = Domain::for_size(pc.num_constraints).unwrap();
+        let dpce = DevicePce::upload(DEV, &pc).unwrap();
+        let w: Vec<Fr> = ins.iter().chain(auxv.iter()).copied().collect();
+        let (wbuf, _) = DeviceBuffer::upload(DEV, &w).unwrap();
+        let (abc, _) = dpce.eval(&d, &wbuf).unwrap();
+        let got = abc.to_vec().unwrap();
+        let m = pc.num_constraints;
+        for (k, (name, v)) in [("a", &want.a), ("b", &want.b), ("c", &want.c)].into_iter().enumerate() {
+            assert!(got[k * d.n..k * d.n + m] == v[..], "{name} differs (seed {seed})");
+            assert!(got[k * d.n + m..(k + 1) * d.n].iter().all(|x| x.is_zero_vartime()), "{name} padding");
+        }
+        // The dense query scalars gathered on the device.
+        let mut a_want = ins.clone();
+        a_want.extend(dense_scalars(&auxv, &pc.a_aux_density));
+        let mut b_want = dense_scalars(&ins, &pc.b_input_density);
+        b_want.extend(dense_scalars(&auxv, &pc.b_aux_density));
+        assert!(dpce.gather_a(&wbuf).unwrap().to_vec().unwrap() == a_want, "A query scalars");
+        assert!(dpce.gather_b(&wbuf).unwrap().to_vec().unwrap() == b_want, "B query scalars");
+        let (ai, bi) = query_indices(&pc);
+        assert_eq!((ai.len(), bi.len()), dpce.query_lens());
+    }
+}
+
+/// x_{i+1} = x_i^3 + k_i for `rounds` rounds, x_0 secret, the last x public; plus an input
+/// used in B and an aux variable that occurs only in C.
+#[derive(Clone)]
+struct CubeChain {
+    x0: Option<Fr>,
+    rounds: usize,
+}
+
+fn chain(x0: Fr, rounds: usize) -> Fr {
+    (0..rounds).fold(x0, |x, i| x * x * x + Fr::from(i as u64))
+}
+
+impl Circuit<Fr> for CubeChain {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut xv = self.x0;
+        let mut x = cs.alloc(|| "x0", || xv.ok_or(SynthesisError::AssignmentMissing))?;
+        for i in 0..self.rounds {
+            let sq_v = xv.map(|v| v.square());
+            let sq = cs.alloc(|| format!("sq{i}"), || sq_v.ok_or(SynthesisError::AssignmentMissing))?;
+            cs.enforce(|| format!("sq{i}"), |lc| lc + x, |lc| lc + x, |lc| lc + sq);
+            let next_v = sq_v.zip(xv).map(|(s, v)| s * v + Fr::from(i as u64));
+            let next = cs.alloc(|| format!("x{}", i + 1), || next_v.ok_or(SynthesisError::AssignmentMissing))?;
+            cs.enforce(|| format!("cube{i}"), |lc| lc + sq, |lc| lc + x, |lc| lc + next - (Fr::from(i as u64), CS::one()));
+            x = next;
+            xv = next_v;
+        }
+        let out = cs.alloc_input(|| "out", || xv.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
+        cs.enforce(|| "input in B", |lc| lc + CS::one(), |lc| lc + out, |lc| lc + out);
+        let only_c = cs.alloc(|| "only in C", || Ok(Fr::ZERO))?;
+        cs.enforce(|| "0*0", |lc| lc, |lc| lc, |lc| lc + only_c);
+        Ok(())
+    }
+}
+
+fn params_for(rounds: usize, r: &mut ChaCha8Rng) -> (bellperson::groth16::Parameters<Bls12>, tempfile::NamedTempFile) {
+    use std::io::Write;
+    let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(CubeChain { x0: None, rounds }, r).unwrap();
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    params.write(&mut f).unwrap();
+    f.flush().unwrap();
+    (params, f)
+}
+
+fn check_proof(proof: &Proof, srs: &Srs, params: &bellperson::groth16::Parameters<Bls12>, out: Fr, what: &str) {
+    let pvk = PreparedVerifyingKey::new(&srs.vk);
+    assert!(pvk.verify(proof, &[out]).unwrap(), "our verifier: {what}");
+    assert!(!pvk.verify(proof, &[out + Fr::ONE]).unwrap(), "wrong input must fail: {what}");
+    let bp = bellperson::groth16::Proof::<Bls12>::read(&proof.to_bytes()[..]).unwrap();
+    let bpvk = bellperson::groth16::prepare_verifying_key(&params.vk);
+    assert!(bellperson::groth16::verify_proof(&bpvk, &bp, &[out]).unwrap(), "bellperson verifier: {what}");
+}
+
+#[test]
+fn cuda_proofs_verify_on_every_path() {
+    let mut r = rng(5);
+    for rounds in [3usize, 1500] {
+        let (params, file) = params_for(rounds, &mut r);
+        let srs = Srs::load(file.path(), SubgroupCheck::Always).unwrap();
+        let x0 = Fr::from(3u64);
+        let out = chain(x0, rounds);
+        let circuit = CubeChain { x0: Some(x0), rounds };
+        let pc = cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap();
+        for residency in [Residency::Always, Residency::Never] {
+            for b_g2 in [B2Placement::Gpu, B2Placement::Cpu] {
+                let prover = CudaProver::new(CudaOptions { residency, b_g2, ..Default::default() }).unwrap();
+                let what = format!("rounds={rounds} {residency:?} b_g2={b_g2:?}");
+                // Host path: a, b, c from plain synthesis.
+                let mut cs = ProvingAssignment::new_with_one();
+                circuit.clone().synthesize(&mut cs).unwrap();
+                cs.finish();
+                let (proof, t) = prover.prove(&srs, cs, Randomness::random(&mut r)).unwrap();
+                assert_eq!(t.device, Some(prover.device_infos()[0].ordinal));
+                check_proof(&proof, &srs, &params, out, &format!("host path {what}"));
+                // GPU-resident path: witness only, a, b, c by the device mat-vec.
+                let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
+                let w = ProvingAssignment {
+                    a_aux_density: pc.a_aux_density.clone(),
+                    b_input_density: pc.b_input_density.clone(),
+                    b_aux_density: pc.b_aux_density.clone(),
+                    a: vec![],
+                    b: vec![],
+                    c: vec![],
+                    input_assignment: ins,
+                    aux_assignment: aux,
+                };
+                let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r)).unwrap();
+                assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
+                check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));
+                let reports = prover.devices();
+                assert_eq!(reports[0].partitions_proved, 2, "{what}");
+                assert_eq!(reports[0].failures, 0);
+                prover.forget_srs(&srs);
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_parameters_are_a_shape_error_on_the_gpu_too() {
+    let mut r = rng(6);
+    let (_, file) = params_for(10, &mut r);
+    let srs = Srs::load(file.path(), SubgroupCheck::Skip).unwrap();
+    let mut cs = ProvingAssignment::new_with_one();
+    CubeChain { x0: Some(Fr::ONE), rounds: 40 }.synthesize(&mut cs).unwrap();
+    cs.finish();
+    let prover = CudaProver::new(CudaOptions::default()).unwrap();
+    let e = prover.prove(&srs, cs, Randomness::random(&mut r)).unwrap_err();
+    assert!(matches!(e, cuzk_groth16::ProveError::ShapeMismatch(_)), "{e}");
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Build the CUDA-enabled binaries and the GPU test binary, stripped, into one folder that can
+# be copied to a GPU machine with no Rust (scripts/gpu-test.sh runs them there).
+#
+#   scripts/build-gpu-binaries.sh [OUT_DIR]        (default: devcarry)
+#
+# CUZK_CUDA_ARCHS limits the SASS targets (default: 80,86,89,90,120); e.g. CUZK_CUDA_ARCHS=90
+# for an H100/H200-only build that compiles faster and is smaller.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-devcarry}"
+eval "$(scripts/install-cuda-toolchain.sh --env)"
+mkdir -p "$out"
+cargo build --release -p cuzk-bench -p cuzk-daemon --features cuzk-bench/cuda,cuzk-daemon/cuda
+test_bin=$(cargo test --release -p cuzk-cuda --features cuda --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "gpu" and m.get("executable"):
+        print(m["executable"])')
+[[ -n "$test_bin" ]] || { echo "GPU test binary not found" >&2; exit 1; }
+strip -o "$out/cuzk-bench" target/release/cuzk-bench
+strip -o "$out/cuzk-daemon" target/release/cuzk-daemon
+strip -o "$out/gpu-tests" "$test_bin"
+ls -la "$out"
