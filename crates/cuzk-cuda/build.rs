@@ -50,6 +50,10 @@ fn main() {
                 let mut build = cc::Build::new();
                 build
                     .cuda(true)
+                    // cc-rs adds nvcc's -G (unoptimised device code) whenever Cargo asks for
+                    // debug info, and sppark's warp-synchronous MSM kernels hang when built
+                    // that way (seen on an H200). Device code is always built optimised.
+                    .debug(false)
                     .include(sppark_root)
                     .include(blst_src)
                     .flag("-std=c++17")

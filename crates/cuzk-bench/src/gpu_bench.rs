@@ -72,8 +72,18 @@ fn ms(d: Duration) -> String {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let dir = &args.fixtures.dir;
-    let manifest = crate::fixtures::run(dir)?;
     let kinds = kinds(&args.kinds)?;
+    // Parameters only for the circuits under test (the PoRep and SnapDeals ones take minutes).
+    let circuits: Vec<&str> = kinds
+        .iter()
+        .map(|k| match k {
+            ProofKind::WinningPost => "winning-2k",
+            ProofKind::WindowPostPartition => "wpost-2k",
+            ProofKind::SnapDealsUpdate => "snap-2k",
+            _ => "porep-2k",
+        })
+        .collect();
+    let manifest = crate::fixtures::run_subset(dir, &circuits)?;
     let mut failures = 0usize;
 
     // 1. Device mat-vec against plain synthesis on the real circuits.

@@ -7,6 +7,8 @@ mod demo;
 mod fixtures;
 #[cfg(feature = "cuda")]
 mod gpu_bench;
+#[cfg(feature = "cuda")]
+mod gpu_msm;
 mod pce_bench;
 mod report;
 
@@ -50,6 +52,10 @@ enum Command {
     /// with filecoin-proofs (built with `--features cuda`).
     #[cfg(feature = "cuda")]
     Gpu(gpu_bench::Args),
+    /// Device MSM (G1 or G2) and quotient timings at chosen sizes, checked against the CPU
+    /// (built with `--features cuda`).
+    #[cfg(feature = "cuda")]
+    GpuMsm(gpu_msm::Args),
     /// Time cuzk's CPU prover against filecoin-proofs' own prover on the same 2 KiB inputs.
     Compare(compare::Args),
     /// Prove one proof through cuzk-daemon (fixture inputs, or --c1/--vanilla files).
@@ -89,6 +95,8 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(f) => demo::run(&f.dir),
         #[cfg(feature = "cuda")]
         Command::Gpu(a) => gpu_bench::run(&a),
+        #[cfg(feature = "cuda")]
+        Command::GpuMsm(a) => gpu_msm::run(&a),
         Command::Compare(args) => compare::run(&args),
         Command::PceBench(args) => pce_bench::run(&args),
         Command::Single(args) => client::block_on(client::single::run(&addr, args)),

@@ -47,7 +47,8 @@ static void quotient_on_device(const gpu_t& gpu, fr_t* d_abc, uint32_t lg_n, con
 {
     const size_t n = (size_t)1 << lg_n;
     fr_t* v[3] = {d_abc, d_abc + n, d_abc + 2 * n};
-    for (int i = 0; i < 3; i++) {
+    // n = 1: every transform is the identity (and g^0 = 1), only the pointwise step is left.
+    for (int i = 0; i < 3 && lg_n > 0; i++) {
         stream_t& s = gpu[i];
         NTT::Base_dev_ptr(s, v[i], lg_n, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
         NTT::Base_dev_ptr(s, v[i], lg_n, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
@@ -58,7 +59,8 @@ static void quotient_on_device(const gpu_t& gpu, fr_t* d_abc, uint32_t lg_n, con
     }
     stream_t& s0 = gpu;
     launch_pointwise(s0, v[0], v[1], v[2], z_inv, n);
-    NTT::Base_dev_ptr(s0, v[0], lg_n, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+    if (lg_n > 0)
+        NTT::Base_dev_ptr(s0, v[0], lg_n, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
 }
 
 // a, b, c: host vectors of m ≤ 2^lg_n evaluations (zero-padded here). On success *d_h owns a
@@ -70,7 +72,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
     *d_h = nullptr;
     fr_t* d_abc = nullptr;
     RustError r = guarded([&] {
-        if (lg_n > MAX_LG_DOMAIN_SIZE || lg_n == 0 || m > ((size_t)1 << lg_n))
+        if (lg_n > MAX_LG_DOMAIN_SIZE || m > ((size_t)1 << lg_n))
             throw std::invalid_argument("quotient: bad domain size");
         const gpu_t& gpu = gpu_at(index);
         const size_t n = (size_t)1 << lg_n;
@@ -98,7 +100,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
         }
         quotient_on_device(gpu, d_abc, lg_n, *z_inv);
         t2.record(gpu);
-        if (h_host != nullptr)
+        if (h_host != nullptr && n > 1)
             gpu.DtoH(h_host, d_abc, n - 1);
         gpu.sync();
         ms[0] = t1.ms_since(t0);
@@ -118,7 +120,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
 CUZK_FFI RustError cuzk_quotient_device(size_t index, fr_t* d_abc, uint32_t lg_n, const fr_t* z_inv, float* ms)
 {
     return guarded([&] {
-        if (lg_n > MAX_LG_DOMAIN_SIZE || lg_n == 0)
+        if (lg_n > MAX_LG_DOMAIN_SIZE)
             throw std::invalid_argument("quotient: bad domain size");
         const gpu_t& gpu = gpu_at(index);
         timing_event t0, t1;

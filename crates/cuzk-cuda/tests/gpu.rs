@@ -7,7 +7,7 @@
 use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use cuzk_cuda::buffer::DeviceBuffer;
-use cuzk_cuda::msm::{MsmG1, MsmG2, Scalars};
+use cuzk_cuda::msm::{MsmG1, MsmG2, Scalars, MIN_GPU_MSM};
 use cuzk_cuda::ntt::{self, Direction, Kind, Order};
 use cuzk_cuda::pce::{query_indices, DevicePce};
 use cuzk_cuda::{B2Placement, CudaOptions, CudaProver, Residency};
@@ -24,6 +24,8 @@ use rand_chacha::ChaCha8Rng;
 const DEV: usize = 0;
 
 fn rng(seed: u64) -> ChaCha8Rng {
+    // Every test starts here: route the prover's debug log to the test output (RUST_LOG).
+    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
     ChaCha8Rng::seed_from_u64(seed)
 }
 
@@ -55,6 +57,7 @@ fn device_out_of_memory_is_an_error_and_the_device_keeps_working() {
 fn ntt_matches_cpu() {
     let mut r = rng(1);
     for lg in [1u32, 2, 5, 10, 11, 16, 18] {
+        eprintln!("NTT 2^{lg}");
         let d = Domain::for_size(1 << lg).unwrap();
         let v = random_scalars(&mut r, d.n);
         let cases: [(&str, Kind, Direction, fn(&Domain, &mut [Fr])); 3] = [
@@ -75,7 +78,8 @@ fn ntt_matches_cpu() {
 #[test]
 fn quotient_matches_cpu_including_padding_and_zero_inputs() {
     let mut r = rng(2);
-    for m in [1usize, 2, 3, 1000, 1024, 1025, 70_000] {
+    for m in [1usize, 2, 3, 1000, 1024, 1025, 70_000, (1 << 20) - 5] {
+        eprintln!("quotient m={m}");
         let d = Domain::for_size(m).unwrap();
         let (a, b, c) = (random_scalars(&mut r, m), random_scalars(&mut r, m), random_scalars(&mut r, m));
         let want = quotient_coefficients(&d, a.clone(), b.clone(), c.clone());
@@ -119,7 +123,9 @@ fn g2_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G2Affine> {
 #[test]
 fn msm_g1_matches_cpu_resident_streaming_and_device_scalars() {
     let mut r = rng(3);
-    for n in [1usize, 2, 31, 33, 1000, 4097, 100_000] {
+    // Below MIN_GPU_MSM `run` takes the CPU; the rest is the device path.
+    for n in [1usize, 2, 31, 1000, MIN_GPU_MSM, MIN_GPU_MSM + 1, 100_000, (1 << 18) + 3] {
+        eprintln!("G1 n={n}");
         let pts = g1_points(&mut r, n);
         let sc = edge_scalars(&mut r, n);
         let want = msm_g1(&pts, &sc);
@@ -142,7 +148,8 @@ fn msm_g1_matches_cpu_resident_streaming_and_device_scalars() {
 #[test]
 fn msm_g2_matches_cpu() {
     let mut r = rng(4);
-    for n in [1usize, 7, 1000, 5000] {
+    for n in [1usize, 7, 1000, MIN_GPU_MSM + 3, 70_000] {
+        eprintln!("G2 n={n}");
         let pts = g2_points(&mut r, n);
         let sc = edge_scalars(&mut r, n);
         let want = msm_g2(&pts, &sc);
@@ -284,7 +291,10 @@ fn check_proof(proof: &Proof, srs: &Srs, params: &bellperson::groth16::Parameter
 #[test]
 fn cuda_proofs_verify_on_every_path() {
     let mut r = rng(5);
-    for rounds in [3usize, 1500] {
+    // The largest makes H, L and A big enough for the device MSMs (the others use the CPU
+    // for the small ones).
+    for rounds in [3usize, 1500, 40_000] {
+        eprintln!("rounds={rounds}: generating parameters");
         let (params, file) = params_for(rounds, &mut r);
         let srs = Srs::load(file.path(), SubgroupCheck::Always).unwrap();
         let x0 = Fr::from(3u64);
@@ -295,6 +305,7 @@ fn cuda_proofs_verify_on_every_path() {
             for b_g2 in [B2Placement::Gpu, B2Placement::Cpu] {
                 let prover = CudaProver::new(CudaOptions { residency, b_g2, ..Default::default() }).unwrap();
                 let what = format!("rounds={rounds} {residency:?} b_g2={b_g2:?}");
+                eprintln!("{what}: host path");
                 // Host path: a, b, c from plain synthesis.
                 let mut cs = ProvingAssignment::new_with_one();
                 circuit.clone().synthesize(&mut cs).unwrap();
@@ -302,6 +313,7 @@ fn cuda_proofs_verify_on_every_path() {
                 let (proof, t) = prover.prove(&srs, cs, Randomness::random(&mut r)).unwrap();
                 assert_eq!(t.device, Some(prover.device_infos()[0].ordinal));
                 check_proof(&proof, &srs, &params, out, &format!("host path {what}"));
+                eprintln!("{what}: device mat-vec path");
                 // GPU-resident path: witness only, a, b, c by the device mat-vec.
                 let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
                 let w = ProvingAssignment {

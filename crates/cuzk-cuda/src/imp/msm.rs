@@ -1,12 +1,18 @@
 //! MSM contexts: one per (device, SRS query). Resident contexts copy their points to the
 //! device once; streaming ones keep a host pointer and let sppark copy per call.
 //!
-//! Safety contract of a streaming context: the host points must outlive it and must not
-//! move. The prover guarantees it by keeping the contexts of one SRS inside an entry that is
-//! dropped (by `forget_srs`) before the SRS itself.
+//! Small MSMs run on the CPU (blst): below [`MIN_GPU_MSM`] points a kernel launch costs more
+//! than it saves, and sppark 0.1.16's sort step hangs on very small inputs (seen on an H200:
+//! G1 with 2 and 15 points, G2 with 1). So every context also keeps its host points.
+//!
+//! Safety contract: the host points must outlive the context and must not move. The prover
+//! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
+//! `forget_srs`) before the SRS itself.
 
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+
+use cuzk_groth16::msm::{msm_g1, msm_g2};
 
 use super::buffer::DeviceBuffer;
 use super::error::{check, CudaError};
@@ -18,7 +24,21 @@ pub enum Scalars<'a> {
     Device { buffer: &'a DeviceBuffer<Fr>, offset: usize, len: usize },
 }
 
+/// MSMs with fewer points run on the CPU.
+pub const MIN_GPU_MSM: usize = 1 << 12;
+
 impl Scalars<'_> {
+    fn to_host(&self) -> Result<std::borrow::Cow<'_, [Fr]>, CudaError> {
+        Ok(match self {
+            Scalars::Host(s) => std::borrow::Cow::Borrowed(*s),
+            Scalars::Device { buffer, offset, len } => {
+                let mut v = vec![Fr::from(0u64); *len];
+                buffer.read(*offset, &mut v)?;
+                std::borrow::Cow::Owned(v)
+            }
+        })
+    }
+
     fn raw(&self) -> (*const Fr, usize, bool) {
         match self {
             Scalars::Host(s) => (s.as_ptr(), s.len(), false),
@@ -32,9 +52,10 @@ impl Scalars<'_> {
 }
 
 macro_rules! msm_context {
-    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $run:ident, $destroy:ident) => {
+    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $run:ident, $destroy:ident, $cpu:ident) => {
         pub struct $name {
             ctx: *mut $ctx,
+            host: *const $affine,
             len: usize,
             resident: bool,
         }
@@ -48,16 +69,30 @@ macro_rules! msm_context {
             /// A context over `points` on device `index`. `resident`: copy the points now.
             ///
             /// # Safety
-            /// When not resident, `points` must stay alive and in place until the context is
-            /// dropped.
+            /// `points` must stay alive and in place until the context is dropped (small MSMs
+            /// read them on the CPU; streaming contexts read them on every call).
             pub unsafe fn new(index: usize, points: &[$affine], resident: bool) -> Result<Self, CudaError> {
                 let mut ctx = std::ptr::null_mut();
                 check(ffi::$create(index, points.as_ptr().cast::<$raw_affine>(), points.len(), resident, &mut ctx))?;
-                Ok($name { ctx, len: points.len(), resident })
+                Ok($name { ctx, host: points.as_ptr(), len: points.len(), resident })
             }
 
-            /// Σ scalars[i]·points[i] over the first `scalars.len()` points; also the wall ms.
+            /// Σ scalars[i]·points[i] over the first `scalars.len()` points, on the device, or
+            /// on the CPU below [`MIN_GPU_MSM`] points; also the wall ms.
             pub fn run(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
+                let n = scalars.raw().1;
+                if n >= MIN_GPU_MSM {
+                    return self.run_on_device(scalars);
+                }
+                let started = std::time::Instant::now();
+                let host = scalars.to_host()?;
+                // SAFETY: `host` points to `len` ≥ n points that outlive self (see `new`).
+                let points = unsafe { std::slice::from_raw_parts(self.host, n) };
+                Ok(($cpu(points, &host), started.elapsed().as_secs_f32() * 1e3))
+            }
+
+            /// The same, always on the device (benchmarks and probes of the device path).
+            pub fn run_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
                 let (ptr, n, on_device) = scalars.raw();
                 assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
                 let mut out = <$raw_proj>::default();
@@ -98,5 +133,5 @@ macro_rules! msm_context {
     };
 }
 
-msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_run, cuzk_msm_g1_destroy);
-msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_run, cuzk_msm_g2_destroy);
+msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_run, cuzk_msm_g1_destroy, msm_g1);
+msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_run, cuzk_msm_g2_destroy, msm_g2);

@@ -194,6 +194,7 @@ impl CudaProver {
             }
         }
         let started = Instant::now();
+        tracing::debug!(device = gpu.info.ordinal, resident, "building MSM contexts");
         // SAFETY: streaming contexts point into `srs`; forget_srs drops them before the SRS.
         let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, resident, self.b_g2_on_gpu())? });
         tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), resident,
@@ -223,7 +224,9 @@ impl CudaProver {
         let n = shape.domain.n;
         let working = 3 * n as u64 * 32 + 2 * w.aux_assignment.len() as u64 * 32;
         let dev = self.srs_on(gpu, srs, working)?;
+        tracing::debug!(device = gpu.info.ordinal, n, "quotient (host a, b, c)");
         let (d_h, qt) = ntt::quotient(gpu.info.index, &shape.domain, &w.a, &w.b, &w.c)?;
+        tracing::debug!(upload_ms = qt.upload_ms, ntt_ms = qt.ntt_ms, "quotient done; MSMs");
         t.upload += ms(qt.upload_ms);
         t.ntt = ms(qt.ntt_ms);
         let h = run_g1(&dev.h, Scalars::Device { buffer: &d_h, offset: 0, len: n - 1 }, &mut t.msm_h)?;
@@ -251,11 +254,14 @@ impl CudaProver {
         let working = 3 * n as u64 * 32 + 2 * (n_in + n_aux) as u64 * 32;
         let dev = self.srs_on(gpu, srs, working)?;
         let dpce = self.pce_on(gpu, pc)?;
+        tracing::debug!(device = gpu.info.ordinal, n, n_in, n_aux, "witness upload and device mat-vec");
         let witness = DeviceBuffer::<Fr>::alloc(idx, n_in + n_aux)?;
         t.upload += ms(witness.write(0, &w.input_assignment)? + witness.write(n_in, &w.aux_assignment)?);
         let (abc, mv_ms) = dpce.eval(&shape.domain, &witness)?;
         t.matvec = ms(mv_ms);
+        tracing::debug!(matvec_ms = mv_ms, "mat-vec done; quotient");
         t.ntt = ms(ntt::quotient_on_device(&shape.domain, &abc)?);
+        tracing::debug!("quotient done; MSMs");
         let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h)?;
         drop(abc);
         let l = run_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, &mut t.msm_l)?;

@@ -40,8 +40,8 @@ pub(crate) struct SrsOnDevice {
 
 impl SrsOnDevice {
     /// # Safety
-    /// When `resident` is false the contexts point into `srs`, which must outlive this value
-    /// (the prover drops it in `forget_srs`, before the SRS goes).
+    /// The contexts point into `srs` (streaming reads, and small MSMs on the CPU), which must
+    /// outlive this value (the prover drops it in `forget_srs`, before the SRS goes).
     pub unsafe fn build(index: usize, srs: &Srs, resident: bool, with_b_g2: bool) -> Result<Self, CudaError> {
         let g1 = |p: &[blstrs::G1Affine]| -> Result<Option<MsmG1>, CudaError> {
             if p.is_empty() {
