@@ -5,6 +5,7 @@ mod client;
 mod compare;
 mod demo;
 mod fixtures;
+mod gen_synthetic;
 #[cfg(feature = "cuda")]
 mod gpu_bench;
 #[cfg(feature = "cuda")]
@@ -81,6 +82,9 @@ enum Command {
     /// Make vanilla proofs from a real sealed sector, in the encodings Curio sends.
     #[command(subcommand)]
     GenVanilla(client::gen_vanilla::Command),
+    /// Write a synthetic PoRep C1 output of the real shape for any sector size (random values
+    /// from --seed; its proofs cannot verify) and print its shape.
+    GenSynthetic(gen_synthetic::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -107,5 +111,6 @@ fn main() -> anyhow::Result<()> {
         Command::Evict { circuit_id } => client::block_on(client::admin::evict(&addr, circuit_id)),
         Command::Cancel { job_id } => client::block_on(client::admin::cancel(&addr, job_id)),
         Command::GenVanilla(cmd) => client::gen_vanilla::run(cmd),
+        Command::GenSynthetic(args) => gen_synthetic::run(&args),
     }
 }

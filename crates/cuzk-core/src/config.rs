@@ -59,11 +59,20 @@ pub struct SrsConfig {
     pub subgroup_check: SubgroupCheckSetting,
     /// Circuit ids to load at start (e.g. "porep-32g").
     pub preload: Vec<String>,
+    /// BENCHMARKS ONLY. Circuit ids whose parameters are generated in memory — random points
+    /// of exactly the circuit's sizes — instead of read from `param_dir`. Their proofs cannot
+    /// verify; they are returned unverified and flagged (see `crate::synthetic`).
+    pub synthetic: Vec<String>,
 }
 
 impl Default for SrsConfig {
     fn default() -> Self {
-        SrsConfig { param_dir: DEFAULT_PARAM_DIR.into(), subgroup_check: SubgroupCheckSetting::Once, preload: vec![] }
+        SrsConfig {
+            param_dir: DEFAULT_PARAM_DIR.into(),
+            subgroup_check: SubgroupCheckSetting::Once,
+            preload: vec![],
+            synthetic: vec![],
+        }
     }
 }
 
@@ -222,7 +231,17 @@ impl Config {
         for id in &self.srs.preload {
             cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.preload: {e}")))?;
         }
+        self.synthetic_circuits()?;
         Ok(())
+    }
+
+    /// The circuits `srs.synthetic` names.
+    pub fn synthetic_circuits(&self) -> Result<Vec<cuzk_filecoin::CircuitId>, ConfigError> {
+        self.srs
+            .synthetic
+            .iter()
+            .map(|id| cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.synthetic: {e}"))))
+            .collect()
     }
 
     pub fn pce_cache_dir(&self) -> PathBuf {
@@ -272,6 +291,10 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("opencl"));
         let c = Config::from_toml("[srs]\npreload = [\"porep-3g\"]\n", Path::new("t.toml")).unwrap();
         assert!(c.validate().is_err());
+        let c = Config::from_toml("[srs]\nsynthetic = [\"porep-32gb\"]\n", Path::new("t.toml")).unwrap();
+        assert!(c.validate().unwrap_err().to_string().contains("srs.synthetic"));
+        let c = Config::from_toml("[srs]\nsynthetic = [\"porep-32g\", \"snap-64g\"]\n", Path::new("t.toml")).unwrap();
+        assert_eq!(c.synthetic_circuits().unwrap().len(), 2);
         assert!(Config::from_toml("[srs]\nsubgroup_check = \"sometimes\"\n", Path::new("t.toml")).is_err());
     }
 }

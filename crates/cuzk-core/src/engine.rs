@@ -15,6 +15,7 @@ use crate::error::EngineError;
 use crate::pipeline::{self, ProvedPartition};
 use crate::pce_cache::PceCache;
 use crate::srs_cache::SrsCache;
+use crate::synthetic::Verification;
 
 /// Timings of one proof, in the shape `AwaitProofResponse` reports them.
 #[derive(Clone, Debug, Default)]
@@ -30,8 +31,12 @@ pub struct ProofTimings {
 
 pub struct ProofOutput {
     pub circuit: CircuitId,
-    /// Concatenated 192-byte partition proofs, in partition order.
+    /// Concatenated 192-byte partition proofs, in partition order. Check `verification`:
+    /// with synthetic parameters these bytes are not a valid proof.
     pub proof: Vec<u8>,
+    /// `Verified`, or `SkippedSynthetic` when the circuit's parameters are synthetic
+    /// (`srs.synthetic`, benchmarks only).
+    pub verification: Verification,
     pub partitions: usize,
     pub timings: ProofTimings,
     /// The prover backend's breakdown of each partition, in partition order.
@@ -94,11 +99,12 @@ impl Engine {
         let synthesis = proved.iter().map(|p| p.synthesis_time).sum();
         let prove = proved.iter().map(|p| p.prove_timings.total).sum();
         let verify_start = Instant::now();
-        let proof = pipeline::verify_and_assemble(&srs, proved, total)?;
+        let assembled = pipeline::verify_and_assemble(&srs, proved, total)?;
         let verify = verify_start.elapsed();
         Ok(ProofOutput {
             circuit: prepared.circuit_id,
-            proof,
+            proof: assembled.proof,
+            verification: assembled.verification,
             partitions: total,
             partition_timings,
             timings: ProofTimings { srs_load, synthesis, prove, verify, total: start.elapsed() },

@@ -1,6 +1,7 @@
 //! cuzk's engine core: the typed configuration, resident parameters, the per-partition
 //! pipeline stages, the in-process engine that runs one proof through them, and the
-//! daemon's scheduler that runs many at once.
+//! daemon's scheduler that runs many at once. `synthetic` covers benchmark-only synthetic
+//! parameters and how their unverifiable proofs are flagged.
 
 pub mod backend;
 pub mod config;
@@ -11,7 +12,9 @@ pub mod pce_cache;
 pub mod pipeline;
 pub mod scheduler;
 pub mod srs_cache;
+pub mod synthetic;
 
 pub use config::Config;
 pub use engine::{Engine, ProofOutput, ProofTimings};
 pub use error::EngineError;
+pub use synthetic::Verification;

@@ -9,6 +9,9 @@ pub struct Metrics {
     pub completed: IntCounterVec,
     pub failed: IntCounterVec,
     pub cancelled: IntCounterVec,
+    /// Proofs made with synthetic parameters: verification skipped, returned flagged
+    /// (the jobs end FAILED with an "UNVERIFIED" message; they are in `failed` too).
+    pub unverified_synthetic: IntCounterVec,
     pub proof_seconds: HistogramVec,
     pub synthesis_seconds: HistogramVec,
     pub prove_seconds: HistogramVec,
@@ -68,6 +71,11 @@ impl Default for Metrics {
             completed: counter(&r, "cuzk_proofs_completed_total", "Proofs completed and verified, by kind"),
             failed: counter(&r, "cuzk_proofs_failed_total", "Proofs failed, by kind"),
             cancelled: counter(&r, "cuzk_proofs_cancelled_total", "Proofs cancelled, by kind"),
+            unverified_synthetic: counter(
+                &r,
+                "cuzk_unverified_synthetic_proofs_total",
+                "Proofs made with synthetic parameters (srs.synthetic): verification skipped, returned as FAILED/UNVERIFIED",
+            ),
             proof_seconds: histogram(&r, "cuzk_proof_duration_seconds", "Submit-to-result time of completed proofs", secs.clone()),
             synthesis_seconds: histogram(&r, "cuzk_partition_synthesis_seconds", "Synthesis time per partition", secs.clone()),
             prove_seconds: histogram(&r, "cuzk_partition_prove_seconds", "Prover backend time per partition", secs),
@@ -109,7 +117,7 @@ impl Metrics {
     pub fn new(kinds: &[&str]) -> Self {
         let m = Metrics::default();
         for kind in kinds {
-            for c in [&m.completed, &m.failed, &m.cancelled] {
+            for c in [&m.completed, &m.failed, &m.cancelled, &m.unverified_synthetic] {
                 c.with_label_values(&[kind]);
             }
             m.queue_pending.with_label_values(&[kind]);

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use cuzk_filecoin::params::{blank_circuit, param_files};
 use cuzk_filecoin::CircuitId;
+use cuzk_groth16::SrsShape;
 use cuzk_pce::{cache, PreCompiled};
 use parking_lot::Mutex;
 
@@ -62,10 +63,29 @@ impl PceCache {
         if let Some(pc) = guard.as_ref() {
             return Ok((pc.clone(), PceSource::Memory));
         }
+        let (pc, source) = self.load_or_extract(circuit)?;
+        let pc = Arc::new(pc);
+        *guard = Some(pc.clone());
+        Ok((pc, source))
+    }
+
+    /// The Groth16 parameter sizes of `circuit`, from its matrices: the resident ones if this
+    /// cache holds them, else loaded or extracted (and saved) but not kept — whoever needs
+    /// only the shape should not pin gigabytes of matrices.
+    pub fn srs_shape(&self, circuit: CircuitId) -> Result<SrsShape, EngineError> {
+        let slot = self.slots.lock().get(&circuit).cloned();
+        if let Some(pc) = slot.as_ref().and_then(|s| s.lock().clone()) {
+            return Ok(pc.srs_shape());
+        }
+        Ok(self.load_or_extract(circuit)?.0.srs_shape())
+    }
+
+    /// From the disk cache, or extracted from the blank circuit and saved.
+    fn load_or_extract(&self, circuit: CircuitId) -> Result<(PreCompiled, PceSource), EngineError> {
         let path = self.path(circuit);
         let identity = self.identity(circuit)?;
-        let (pc, source) = match cache::load(&path, &identity) {
-            Ok(pc) => (pc, PceSource::DiskCache),
+        match cache::load(&path, &identity) {
+            Ok(pc) => Ok((pc, PceSource::DiskCache)),
             Err(e) => {
                 if !e.is_missing() {
                     tracing::warn!(%circuit, path = %path.display(), error = %e, "PCE cache file unusable; re-extracting");
@@ -83,11 +103,8 @@ impl PceCache {
                     // Still usable from memory; the next process extracts again.
                     tracing::warn!(%circuit, path = %path.display(), error = %e, "could not save PCE cache");
                 }
-                (pc, PceSource::Extracted)
+                Ok((pc, PceSource::Extracted))
             }
-        };
-        let pc = Arc::new(pc);
-        *guard = Some(pc.clone());
-        Ok((pc, source))
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The stages one partition goes through — synthesize, prove, verify — and the assembly of a
-//! job's partition proofs into the bytes filecoin-proofs would return. The in-process engine
+//! job's partition proofs into the bytes filecoin-proofs would return (verified, or flagged
+//! unverified when the parameters are synthetic). The in-process engine
 //! and the daemon's scheduler both run proofs through these functions; only the scheduling
 //! around them differs.
 
@@ -12,6 +13,7 @@ use cuzk_pce::PreCompiled;
 
 use crate::error::EngineError;
 use crate::srs_cache::LoadedSrs;
+use crate::synthetic::Verification;
 
 /// A partition after synthesis: the prover's input.
 pub struct SynthesizedPartition {
@@ -115,12 +117,30 @@ pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartiti
     Ok(ProvedPartition { index, proof, public_inputs, synthesis_time, prove_timings })
 }
 
+/// A job's proof, assembled: the bytes filecoin-proofs would return, and whether they were
+/// verified.
+pub struct Assembled {
+    /// Concatenated 192-byte partition proofs, in partition order.
+    pub proof: Vec<u8>,
+    pub verification: Verification,
+}
+
 /// Verify every partition proof and concatenate them in partition order. Any invalid
 /// partition fails the whole job with the list of valid ones.
-pub fn verify_and_assemble(srs: &LoadedSrs, mut proved: Vec<ProvedPartition>, total: usize) -> Result<Vec<u8>, EngineError> {
+///
+/// With synthetic parameters (`srs.synthetic`) nothing can verify: verification is skipped,
+/// loudly, and the result says so (`Verification::SkippedSynthetic`) — it is never reported
+/// as verified.
+pub fn verify_and_assemble(srs: &LoadedSrs, mut proved: Vec<ProvedPartition>, total: usize) -> Result<Assembled, EngineError> {
     proved.sort_by_key(|p| p.index);
     if proved.len() != total || proved.iter().enumerate().any(|(i, p)| p.index != i) {
         return Err(EngineError::Internal(format!("assembling {} of {total} partitions", proved.len())));
+    }
+    let proof = proved.iter().flat_map(|p| p.proof.to_bytes()).collect();
+    if srs.srs.synthetic {
+        tracing::warn!(circuit = %srs.circuit, partitions = total, parameters = %srs.srs.path.display(),
+            "proof made with SYNTHETIC parameters: verification skipped; the proof is UNVERIFIED and cannot verify");
+        return Ok(Assembled { proof, verification: Verification::SkippedSynthetic });
     }
     let checks: Vec<bool> = proved
         .iter()
@@ -130,5 +150,5 @@ pub fn verify_and_assemble(srs: &LoadedSrs, mut proved: Vec<ProvedPartition>, to
         let valid = checks.iter().enumerate().filter(|(_, ok)| **ok).map(|(i, _)| i).collect();
         return Err(EngineError::InvalidProof { valid, total });
     }
-    Ok(proved.iter().flat_map(|p| p.proof.to_bytes()).collect())
+    Ok(Assembled { proof, verification: Verification::Verified })
 }

@@ -1,8 +1,10 @@
 //! Resident Groth16 parameters: each circuit's SRS is loaded once, shared by every job that
 //! needs it, and stays until evicted. Concurrent first uses of one circuit wait for a single
 //! load. Eviction of parameters that a job still holds is refused, never pulled from under it.
+//! Circuits listed in `srs.synthetic` get generated random parameters instead of files
+//! (benchmarks only; see `crate::synthetic`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +17,8 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::error::EngineError;
+use crate::pce_cache::PceCache;
+use crate::synthetic;
 
 /// One circuit's parameters, decoded and validated, with the prepared verifying key.
 pub struct LoadedSrs {
@@ -31,6 +35,15 @@ pub struct SrsCache {
     dir: PathBuf,
     check: SubgroupCheck,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
+    /// Set when `srs.synthetic` lists circuits.
+    synthetic: Option<SyntheticSource>,
+}
+
+/// Which circuits get synthetic parameters, and where their shapes come from: PCE matrices
+/// from the same cache files the engine's PCE cache uses (never kept resident here).
+struct SyntheticSource {
+    circuits: BTreeSet<CircuitId>,
+    shapes: PceCache,
 }
 
 /// A resident entry as status reports show it.
@@ -40,6 +53,8 @@ pub struct ResidentSrs {
     pub bytes: u64,
     /// Jobs holding it right now.
     pub in_use: usize,
+    /// Generated random parameters (`srs.synthetic`), not a trusted setup.
+    pub synthetic: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -53,11 +68,29 @@ pub enum EvictOutcome {
 
 impl SrsCache {
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
-        SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()) }
+        SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()), synthetic: None }
     }
 
     pub fn from_config(config: &Config) -> Arc<Self> {
-        Arc::new(Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into()))
+        let mut cache = Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into());
+        // `validate` has checked the ids; an unparsable one here would be a bug upstream.
+        let circuits: BTreeSet<CircuitId> = config.synthetic_circuits().unwrap_or_default().into_iter().collect();
+        if !circuits.is_empty() {
+            let list: Vec<String> = circuits.iter().map(|c| c.to_string()).collect();
+            tracing::warn!(
+                circuits = %list.join(", "),
+                "srs.synthetic is set: these circuits get RANDOM parameters (benchmarks only); their proofs \
+                 cannot verify and are returned unverified and flagged, never as verified proofs"
+            );
+            let shapes = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
+            cache.synthetic = Some(SyntheticSource { circuits, shapes });
+        }
+        Arc::new(cache)
+    }
+
+    /// Whether `circuit`'s parameters are synthetic (`srs.synthetic`).
+    pub fn is_synthetic(&self, circuit: CircuitId) -> bool {
+        self.synthetic.as_ref().is_some_and(|s| s.circuits.contains(&circuit))
     }
 
     /// The parameters of `circuit`, loading them if needed. Returns whether this call loaded.
@@ -74,6 +107,10 @@ impl SrsCache {
 
     fn load(&self, circuit: CircuitId) -> Result<LoadedSrs, EngineError> {
         let start = Instant::now();
+        if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
+            let srs = synthetic::build_srs(circuit, &source.shapes)?;
+            return Ok(Self::loaded(circuit, srs, start));
+        }
         let files = param_files(&self.dir, circuit)
             .map_err(|e| EngineError::SrsMissing { circuit: circuit.to_string(), message: format!("{e:#}") })?;
         if !files.params.exists() {
@@ -97,11 +134,15 @@ impl SrsCache {
                 });
             }
         }
+        Ok(Self::loaded(circuit, srs, start))
+    }
+
+    fn loaded(circuit: CircuitId, srs: Srs, start: Instant) -> LoadedSrs {
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         let bytes = srs.resident_bytes();
         let load_time = start.elapsed();
-        tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, "parameters resident");
-        Ok(LoadedSrs { circuit, srs, pvk, bytes, load_time })
+        tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, synthetic = srs.synthetic, "parameters resident");
+        LoadedSrs { circuit, srs, pvk, bytes, load_time }
     }
 
     /// Drop `circuit`'s parameters unless a job holds them.
@@ -138,7 +179,12 @@ impl SrsCache {
                 // A slot being loaded is locked; it is not resident yet.
                 let guard = slot.try_lock()?;
                 let l = guard.as_ref()?;
-                Some(ResidentSrs { circuit: l.circuit, bytes: l.bytes, in_use: Arc::strong_count(l) - 1 })
+                Some(ResidentSrs {
+                    circuit: l.circuit,
+                    bytes: l.bytes,
+                    in_use: Arc::strong_count(l) - 1,
+                    synthetic: l.srs.synthetic,
+                })
             })
             .collect()
     }

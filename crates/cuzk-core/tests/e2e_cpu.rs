@@ -11,6 +11,7 @@ fn prove_and_check(kind: ProofKind) -> Vec<u8> {
     let req = request(&f.dir, &f.manifest, kind).unwrap();
     let out = f.engine.prove(&req).unwrap_or_else(|e| panic!("proving {kind}: {e}"));
     assert_eq!(out.proof.len(), 192 * out.partitions);
+    assert_eq!(out.verification, cuzk_core::Verification::Verified, "real parameters: verified before returned");
     assert!(
         verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &out.proof).unwrap(),
         "filecoin-proofs rejects cuzk's {kind} proof"

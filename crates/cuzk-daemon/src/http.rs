@@ -49,7 +49,7 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
     let srs: Vec<Value> = st
         .resident_srs
         .iter()
-        .map(|r| json!({ "circuit_id": r.circuit.to_string(), "bytes": r.bytes, "in_use": r.in_use }))
+        .map(|r| json!({ "circuit_id": r.circuit.to_string(), "bytes": r.bytes, "in_use": r.in_use, "synthetic": r.synthetic }))
         .collect();
     json!({
         "backend": st.backend,

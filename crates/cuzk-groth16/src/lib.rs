@@ -2,6 +2,7 @@
 //!
 //! * [`assignment`] — synthesis target: a, b, c, witness, densities for one partition;
 //! * [`srs`] — reading and validating parameter files;
+//! * [`srs_synthetic`] — random parameters of a given shape, for benchmarks (never verify);
 //! * [`ntt`], [`msm`] — the CPU primitives;
 //! * [`prover`] — the backend interface and the CPU backend;
 //! * [`proof`], [`verify`] — the proof encoding and the verifier.
@@ -15,6 +16,7 @@ pub mod ntt;
 pub mod proof;
 pub mod prover;
 pub mod srs;
+pub mod srs_synthetic;
 pub mod verify;
 
 pub use assignment::ProvingAssignment;
@@ -22,4 +24,5 @@ pub use blstrs::Scalar as Fr;
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{CpuProver, DeviceReport, ProveError, ProveTimings, ProverBackend, Randomness};
 pub use srs::{Srs, SrsError, SubgroupCheck, VerifyingKey};
+pub use srs_synthetic::SrsShape;
 pub use verify::PreparedVerifyingKey;

@@ -75,8 +75,11 @@ pub struct Srs {
     /// Inputs then aux variables that occur in B.
     pub b_g1: Vec<G1Affine>,
     pub b_g2: Vec<G2Affine>,
-    /// Where it was read from.
+    /// Where it was read from (`synthetic://…` for synthetic parameters).
     pub path: PathBuf,
+    /// Random points of the right sizes, not a trusted setup (see [`crate::srs_synthetic`]):
+    /// proofs made with them can never verify.
+    pub synthetic: bool,
 }
 
 impl Srs {
@@ -110,7 +113,7 @@ impl Srs {
             return Err(inconsistent(format!("{} H points is not a power of two minus one", h.len())));
         }
         remember_checked(path, check);
-        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into() })
+        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into(), synthetic: false })
     }
 }
 

@@ -7,7 +7,9 @@ use std::io::Write;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar as Fr};
-use cuzk_groth16::{CpuProver, PreparedVerifyingKey, Proof, ProverBackend, ProvingAssignment, Randomness, Srs, SrsError, SubgroupCheck};
+use cuzk_groth16::{
+    CpuProver, PreparedVerifyingKey, Proof, ProverBackend, ProvingAssignment, Randomness, Srs, SrsError, SrsShape, SubgroupCheck,
+};
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 
@@ -149,4 +151,35 @@ fn corrupt_and_truncated_parameter_files_are_refused() {
     let mut huge = bytes.clone();
     huge[vk_len..vk_len + 4].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(load(&huge).unwrap_err(), SrsError::Truncated { section: "h", .. }));
+}
+
+#[test]
+fn synthetic_parameters_have_the_real_sizes_prove_and_never_verify() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for extra in [0usize, 3, 70] {
+        let x = Fr::from(3u64);
+        let out = x * x * x + x + Fr::from(5u64);
+        let w = synthesize(Cubic { x: Some(x), extra_constraints: extra });
+        let shape = SrsShape::of_assignment(&w);
+        let srs = Srs::synthetic(&shape, 11, "cubic").unwrap();
+        assert!(srs.synthetic);
+
+        // Exactly the sizes of real parameters generated for this circuit.
+        let blank = Cubic { x: None, extra_constraints: extra };
+        let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank, &mut rng).unwrap();
+        let real = Srs::load(write_params(&params).path(), SubgroupCheck::Skip).unwrap();
+        assert!(!real.synthetic);
+        let lens = |s: &Srs| [s.h.len(), s.l.len(), s.a.len(), s.b_g1.len(), s.b_g2.len(), s.vk.ic.len()];
+        assert_eq!(lens(&srs), lens(&real), "extra={extra}");
+
+        // The prover accepts them (no shape error) and the proof does not verify.
+        let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng)).unwrap();
+        assert!(!PreparedVerifyingKey::new(&srs.vk).verify(&proof, &[out]).unwrap(), "extra={extra}");
+
+        // Sized for another circuit: refused like a wrong parameter file.
+        let other = Srs::synthetic(&SrsShape { num_aux: shape.num_aux + 1, ..shape }, 11, "other").unwrap();
+        let w = synthesize(Cubic { x: Some(x), extra_constraints: extra });
+        let err = CpuProver.prove(&other, w, Randomness::random(&mut rng)).unwrap_err();
+        assert!(err.to_string().contains("L points"), "{err}");
+    }
 }

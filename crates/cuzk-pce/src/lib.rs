@@ -23,7 +23,7 @@ pub mod witness;
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar as Fr;
 use cuzk_groth16::density::Density;
-use cuzk_groth16::ProvingAssignment;
+use cuzk_groth16::{ProvingAssignment, SrsShape};
 
 pub use cache::CacheError;
 pub use matrix::{Column, Csr};
@@ -85,6 +85,19 @@ impl std::fmt::Display for PceStats {
 }
 
 impl PreCompiled {
+    /// The sizes this circuit's Groth16 parameters must have (counts and densities are
+    /// exactly what synthesis produces, so no proof needs to be synthesized to know them).
+    pub fn srs_shape(&self) -> SrsShape {
+        SrsShape {
+            num_constraints: self.num_constraints,
+            num_inputs: self.num_inputs,
+            num_aux: self.num_aux,
+            a_aux: self.a_aux_density.count_ones(),
+            b_inputs: self.b_input_density.count_ones(),
+            b_aux: self.b_aux_density.count_ones(),
+        }
+    }
+
     pub fn stats(&self) -> PceStats {
         let m = [&self.a, &self.b, &self.c];
         let densities = [&self.a_aux_density, &self.b_input_density, &self.b_aux_density];

@@ -168,6 +168,21 @@ fn random_circuits_match_plain_synthesis() {
     assert!(constraints > 5000, "{constraints}");
 }
 
+/// The parameter shape read off the matrices (what synthetic parameters are sized by) is the
+/// one the prover's shape check derives from a synthesized assignment.
+#[test]
+fn srs_shape_of_the_matrices_is_the_assignments() {
+    for seed in 0..100u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let ops = random_ops(&mut rng, 0, true);
+        let pc = extract(Random { ops: ops.clone(), blank: true }).unwrap();
+        let want = cuzk_groth16::SrsShape::of_assignment(&plain(Random { ops, blank: false }));
+        assert_eq!(pc.srs_shape(), want, "seed {seed}");
+    }
+    let cubic = extract(Cubic { x: None }).unwrap().srs_shape();
+    assert_eq!(cubic, cuzk_groth16::SrsShape::of_assignment(&plain(Cubic { x: Some(Fr::from(3u64)) })));
+}
+
 /// Prints timings (run with `--release --nocapture` for meaningful numbers) and checks the
 /// biggest hand-made circuit end to end.
 #[test]

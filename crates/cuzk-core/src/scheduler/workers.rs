@@ -14,7 +14,8 @@ use super::memory::Reservation;
 use super::queue::WorkKey;
 use super::Shared;
 use crate::error::EngineError;
-use crate::pipeline::{self, SynthesizedPartition};
+use crate::pipeline::{self, Assembled, SynthesizedPartition};
+use crate::synthetic::{unverified_message, Verification};
 
 /// A partition waiting for synthesis.
 pub struct Work {
@@ -123,7 +124,8 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
         sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
         let Some(all) = job.record(proved) else { continue };
         match pipeline::verify_and_assemble(&srs, all, job.partitions) {
-            Ok(proof) => {
+            Ok(a) if a.verification == Verification::SkippedSynthetic => finish_unverified(sh, &job, a.proof),
+            Ok(Assembled { proof, .. }) => {
                 let account = |t: &super::job::JobTimings| {
                     sh.count_end(&job, Phase::Completed);
                     sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(t.total.as_secs_f64());
@@ -134,5 +136,17 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
             }
             Err(e) => fail(sh, &job, &e),
         }
+    }
+}
+
+/// A proof made with synthetic parameters: the job ends FAILED (a client must never take it for
+/// a proof) with the UNVERIFIED message and the bytes attached, counted apart from real failures.
+fn finish_unverified(sh: &Shared, job: &Arc<Job>, proof: Vec<u8>) {
+    let account = |_: &super::job::JobTimings| {
+        sh.count_end(job, Phase::Failed);
+        sh.metrics.unverified_synthetic.with_label_values(&[job.kind.name()]).inc();
+    };
+    if job.finish(Phase::Failed, proof, Some(unverified_message(job.circuit)), account) {
+        tracing::warn!(job = %job.id, circuit = %job.circuit, "job proved with SYNTHETIC parameters: returned FAILED/UNVERIFIED");
     }
 }

@@ -5,7 +5,7 @@
 //! The circuits are generic over the sector's Merkle tree shape; here they are type-erased
 //! behind [`PartitionCircuit`] so the engine can schedule partitions of any proof type alike.
 
-mod porep;
+pub(crate) mod porep;
 mod post;
 mod snap;
 
