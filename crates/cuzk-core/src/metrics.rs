@@ -23,6 +23,8 @@ pub struct Metrics {
     pub srs_resident_bytes: IntGauge,
     pub memory_used_bytes: IntGauge,
     pub memory_limit_bytes: IntGauge,
+    pub process_rss_bytes: IntGauge,
+    pub process_peak_rss_bytes: IntGauge,
     /// Per device (label `device` = CUDA ordinal), read from the backend when scraped.
     pub gpu_memory_total_bytes: IntGaugeVec,
     pub gpu_memory_free_bytes: IntGaugeVec,
@@ -94,6 +96,8 @@ impl Default for Metrics {
             srs_resident_bytes: gauge(&r, "cuzk_srs_resident_bytes", "Bytes of Groth16 parameters resident in memory"),
             memory_used_bytes: gauge(&r, "cuzk_memory_budget_used_bytes", "Working-set bytes reserved by partitions"),
             memory_limit_bytes: gauge(&r, "cuzk_memory_budget_limit_bytes", "Working-set memory budget"),
+            process_rss_bytes: gauge(&r, "cuzk_process_resident_bytes", "Resident memory of the daemon process now"),
+            process_peak_rss_bytes: gauge(&r, "cuzk_process_peak_resident_bytes", "Peak resident memory of the daemon process since start"),
             gpu_memory_total_bytes: device_gauge(&r, "cuzk_gpu_memory_total_bytes", "Device memory, by CUDA ordinal"),
             gpu_memory_free_bytes: device_gauge(&r, "cuzk_gpu_memory_free_bytes", "Free device memory now"),
             gpu_resident_bytes: device_gauge(&r, "cuzk_gpu_resident_bytes", "Parameters and PCE matrices kept on the device"),
@@ -134,5 +138,28 @@ impl Metrics {
         let mut buf = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut buf).expect("encoding metrics to memory");
         String::from_utf8(buf).expect("prometheus text is UTF-8")
+    }
+}
+
+/// (resident, peak resident) bytes of this process, from /proc/self/status (VmRSS, VmHWM);
+/// (0, 0) where that file does not exist.
+pub fn process_memory() -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string("/proc/self/status") else { return (0, 0) };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kib| kib * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn process_memory_is_read_from_proc() {
+        let (rss, peak) = super::process_memory();
+        assert!(rss > 1 << 20, "resident memory {rss}");
+        assert!(peak >= rss, "peak {peak} below current {rss}");
     }
 }

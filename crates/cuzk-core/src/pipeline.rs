@@ -21,6 +21,8 @@ pub struct SynthesizedPartition {
     pub assignment: ProvingAssignment,
     pub public_inputs: Vec<Fr>,
     pub synthesis_time: Duration,
+    /// When synthesis started (timelines).
+    pub synthesis_start: Instant,
     /// Whether the pre-compiled (PCE) path produced it.
     pub via_pce: bool,
     /// Set when a, b, c were left for the backend to evaluate from these matrices on its
@@ -101,7 +103,7 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>, defer_ma
     if assignment.input_assignment.get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });
     }
-    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), via_pce: pce.is_some(), deferred_matrices })
+    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start, via_pce: pce.is_some(), deferred_matrices })
 }
 
 /// Prove one synthesized partition with fresh randomness.

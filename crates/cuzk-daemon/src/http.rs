@@ -1,5 +1,7 @@
-//! The optional HTTP endpoint (`daemon.http_listen`): `GET /metrics` for Prometheus and
-//! `GET /status` as JSON for people and scripts. Both read the scheduler's live state.
+//! The optional HTTP endpoint (`daemon.http_listen`): `GET /metrics` for Prometheus,
+//! `GET /status` as JSON for people and scripts, and `GET /timeline.csv`, the recent
+//! per-partition timeline (synthesis, prover, device spans) for benchmarks. All read the
+//! scheduler's live state.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -26,12 +28,20 @@ pub async fn bind(addr: &str) -> Result<(TcpListener, String)> {
 
 /// Serve `/metrics` and `/status` until `shutdown` completes.
 pub async fn serve(listener: TcpListener, scheduler: Arc<Scheduler>, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    let app = Router::new().route("/metrics", get(metrics)).route("/status", get(status)).with_state(scheduler);
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/status", get(status))
+        .route("/timeline.csv", get(timeline))
+        .with_state(scheduler);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("HTTP server")
 }
 
 async fn metrics(State(scheduler): State<Arc<Scheduler>>) -> impl IntoResponse {
     ([(CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE)], scheduler.metrics_text())
+}
+
+async fn timeline(State(scheduler): State<Arc<Scheduler>>) -> impl IntoResponse {
+    ([(CONTENT_TYPE, "text/csv")], scheduler.timeline_csv())
 }
 
 async fn status(State(scheduler): State<Arc<Scheduler>>) -> impl IntoResponse {
@@ -51,14 +61,30 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
         .iter()
         .map(|r| json!({ "circuit_id": r.circuit.to_string(), "bytes": r.bytes, "in_use": r.in_use, "synthetic": r.synthetic }))
         .collect();
+    let devices: Vec<Value> = st
+        .devices
+        .iter()
+        .map(|d| {
+            json!({
+                "ordinal": d.ordinal, "name": d.name, "memory_total_bytes": d.memory_total,
+                "memory_free_bytes": d.memory_free, "resident_bytes": d.resident_bytes,
+                "partitions_proved": d.partitions_proved, "failures": d.failures,
+                "busy_seconds": d.busy.as_secs_f64(), "active_partitions": d.active,
+            })
+        })
+        .collect();
     json!({
         "backend": st.backend,
+        "devices": devices,
         "workers": { "synthesis": st.synthesis_workers, "prover": st.prover_workers },
         "queues": queues,
         "resident_srs": srs,
         "totals": { "completed": st.completed, "failed": st.failed, "cancelled": st.cancelled },
         "uptime_seconds": st.uptime.as_secs(),
-        "memory": { "used_bytes": st.memory_used, "limit_bytes": st.memory_limit },
+        "memory": {
+            "used_bytes": st.memory_used, "limit_bytes": st.memory_limit,
+            "process_rss_bytes": st.process_rss, "process_peak_rss_bytes": st.process_peak_rss,
+        },
         "partitions_in_flight": st.partitions_in_flight,
     })
 }

@@ -166,6 +166,15 @@ async fn daemon_proves_schedules_cancels_and_survives_bad_input() {
     assert!(text.contains("cuzk_partitions_synthesized_total{path=\"plain\"} 0"), "{text}");
     let http = common::http_get(r.http_port, "/metrics");
     assert!(http.contains("cuzk_proofs_completed_total{kind=\"winning\"} 2"), "{http}");
+    assert!(!http.contains("cuzk_process_peak_resident_bytes 0"), "{http}");
+    // The timeline has a row per proved partition, synthesis before proving.
+    let csv = common::http_get(r.http_port, "/timeline.csv");
+    let rows: Vec<Vec<&str>> = csv.lines().filter(|l| l.contains(",wpost,")).map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 2, "{csv}");
+    for row in rows {
+        let t = |i: usize| row[i].parse::<f64>().unwrap();
+        assert!(t(3) <= t(4) && t(4) <= t(5) && t(5) <= t(6), "{row:?}");
+    }
 
     // 6. SIGTERM: clean shutdown.
     r.stop(Duration::from_secs(60));

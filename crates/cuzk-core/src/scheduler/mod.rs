@@ -11,6 +11,7 @@
 mod job;
 mod memory;
 mod queue;
+pub mod timeline;
 mod workers;
 
 use std::collections::HashMap;
@@ -85,6 +86,9 @@ pub struct StatusSnapshot {
     pub backend: String,
     /// The backend's devices (empty on the CPU).
     pub devices: Vec<DeviceReport>,
+    /// This process's resident memory now and at its peak (Linux; 0 elsewhere).
+    pub process_rss: u64,
+    pub process_peak_rss: u64,
 }
 
 pub(crate) struct Shared {
@@ -101,6 +105,7 @@ pub(crate) struct Shared {
     pub by_request_id: Mutex<HashMap<String, String>>,
     pub accepting: AtomicBool,
     pub in_flight: AtomicU64,
+    pub timeline: timeline::Timeline,
     /// Prover worker threads actually started (the backend's parallelism or the config's).
     pub prover_workers: usize,
     pub totals: [AtomicU64; 3],
@@ -128,7 +133,9 @@ impl Scheduler {
         // A GPU backend knows how many partitions it proves well at once (devices × workers
         // per device); the CPU backend leaves it to pipeline.prover_workers.
         let prover_workers = backend.parallelism().unwrap_or(config.pipeline.prover_workers);
+        let started = Instant::now();
         let shared = Arc::new(Shared {
+            timeline: timeline::Timeline::new(started),
             prover_workers,
             srs: SrsCache::from_config(&config),
             pce: PceCache::from_config(&config),
@@ -143,7 +150,7 @@ impl Scheduler {
             in_flight: AtomicU64::new(0),
             totals: Default::default(),
             next_seq: AtomicU64::new(1),
-            started: Instant::now(),
+            started,
             config,
         });
         let mut threads = Vec::new();
@@ -323,6 +330,8 @@ impl Scheduler {
             prover_workers: sh.prover_workers,
             backend: sh.backend.name(),
             devices: sh.backend.devices(),
+            process_rss: crate::metrics::process_memory().0,
+            process_peak_rss: crate::metrics::process_memory().1,
         }
     }
 
@@ -338,6 +347,8 @@ impl Scheduler {
         m.srs_resident_bytes.set(st.resident_srs.iter().map(|r| r.bytes).sum::<u64>() as i64);
         m.memory_used_bytes.set(st.memory_used as i64);
         m.memory_limit_bytes.set(st.memory_limit as i64);
+        m.process_rss_bytes.set(st.process_rss as i64);
+        m.process_peak_rss_bytes.set(st.process_peak_rss as i64);
         for d in &st.devices {
             let label = d.ordinal.to_string();
             let l = [label.as_str()];
@@ -350,6 +361,11 @@ impl Scheduler {
             m.gpu_active_partitions.with_label_values(&l).set(d.active as i64);
         }
         m.render()
+    }
+
+    /// The recent per-partition timeline as CSV (see `timeline`).
+    pub fn timeline_csv(&self) -> String {
+        self.shared.timeline.csv()
     }
 
     /// Forget terminal jobs that ended more than the retention window ago.

@@ -12,6 +12,7 @@ use cuzk_filecoin::Partition;
 use super::job::{Job, Phase};
 use super::memory::Reservation;
 use super::queue::WorkKey;
+use super::timeline::TimelineEntry;
 use super::Shared;
 use crate::error::EngineError;
 use crate::pipeline::{self, Assembled, SynthesizedPartition};
@@ -113,6 +114,8 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
         if loaded_now {
             job.progress.lock().srs_load += srs_start.elapsed();
         }
+        let (synthesis_start, synthesis_time) = (synthesized.synthesis_start, synthesized.synthesis_time);
+        let prove_start = Instant::now();
         let proved = match pipeline::prove(&*sh.backend, &srs, synthesized) {
             Ok(p) => p,
             Err(e) => {
@@ -121,6 +124,17 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
             }
         };
         drop((_memory, _in_flight));
+        sh.timeline.record(TimelineEntry {
+            job: job.id.clone(),
+            kind: job.kind.name(),
+            partition: proved.index,
+            synthesis_start,
+            synthesis_end: synthesis_start + synthesis_time,
+            prove_start,
+            prove_end: Instant::now(),
+            device: proved.prove_timings.device,
+            device_span: proved.prove_timings.device_span,
+        });
         sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
         let Some(all) = job.record(proved) else { continue };
         match pipeline::verify_and_assemble(&srs, all, job.partitions) {

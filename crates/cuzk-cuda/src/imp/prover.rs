@@ -157,11 +157,13 @@ impl CudaProver {
     }
 
     /// The device with the fewest partitions on it (ties broken round-robin), then the rest.
+    /// The first is counted as taken at once, so concurrent callers spread out.
     fn device_order(&self) -> Vec<usize> {
         let n = self.gpus.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
         let mut order: Vec<usize> = (0..n).map(|i| (start + i) % n).collect();
         order.sort_by_key(|&i| self.gpus[i].active.load(Ordering::Relaxed));
+        self.gpus[order[0]].active.fetch_add(1, Ordering::Relaxed);
         order
     }
 
@@ -281,10 +283,10 @@ impl CudaProver {
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 
-    /// Steps 1 and 2 on device `g`: returns once the device is free again.
+    /// Steps 1 and 2 on device `g` (already counted in its `active`): returns once the device
+    /// is free again.
     fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, w: &ProvingAssignment, pc: Option<&PreCompiled>) -> Result<GpuPhase, ProveError> {
         let gpu = &self.gpus[g];
-        gpu.active.fetch_add(1, Ordering::Relaxed);
         let _active = Active(&gpu.active);
         let started = Instant::now();
         let mut t = ProveTimings { device: Some(gpu.info.ordinal), ..Default::default() };
@@ -365,12 +367,19 @@ impl CudaProver {
     fn prove_with(&self, srs: &Srs, shape: &Shape, w: ProvingAssignment, pc: Option<&PreCompiled>, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
         let mut last_err = None;
-        for &g in order.iter().take(2) {
+        for (attempt, &g) in order.iter().take(2).enumerate() {
+            if attempt > 0 {
+                self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
+            }
             match self.start_on(g, srs, shape, &w, pc) {
                 Ok(phase) => return Ok(self.finish(srs, phase, rs)),
                 Err(e) => {
-                    tracing::error!(device = self.gpus[g].info.ordinal, error = %e, "partition failed on device; retrying");
-                    self.retries.fetch_add(1, Ordering::Relaxed);
+                    // One retry: on the next device, or on the CPU when there is one device.
+                    let retry = attempt == 0;
+                    tracing::error!(device = self.gpus[g].info.ordinal, error = %e, retry, "partition failed on device");
+                    if retry {
+                        self.retries.fetch_add(1, Ordering::Relaxed);
+                    }
                     last_err = Some(e);
                 }
             }

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Throughput benchmark of PoRep C2 against a running cuzk-daemon, on synthetic inputs of the
+# real shape (issue #6): one command generates the inputs, starts the daemon, runs N proofs at
+# concurrency J, and prints s/proof, first-proof latency, peak host RSS, peak device memory and
+# GPU busy time; the per-partition timeline (synthesis, prover, device spans) is saved as CSV.
+#
+#   scripts/bench-throughput.sh BIN_DIR WORK_DIR SIZE N J [cpu|cuda] [EXTRA_TOML_FILE]
+#   e.g. scripts/bench-throughput.sh devcarry /tmp/tp 32GiB 4 2 cuda
+#
+# The parameters are synthetic ([srs] synthetic): proofs cannot verify and the daemon reports
+# each one FAILED/UNVERIFIED — expected here; the timings are what is measured. The PCE matrices
+# are extracted on first use (a 32 GiB PoRep takes ~90 s and ~15 GB) and cached in WORK_DIR.
+# Results go to WORK_DIR/results (and to $OUT when set, for the device tool).
+set -u
+bin=$(realpath "$1"); work=$2; size=$3; n=$4; j=$5; backend=${6:-cuda}; extra=${7:-}
+mkdir -p "$work/params" "$work/results"
+res="$work/results"
+case "$size" in
+    2KiB|2k) circuit=porep-2k; rp=5 ;;
+    8MiB|8m) circuit=porep-8m; rp=6 ;;
+    512MiB|512m) circuit=porep-512m; rp=7 ;;
+    32GiB|32g) circuit=porep-32g; rp=8 ;;
+    64GiB|64g) circuit=porep-64g; rp=9 ;;
+    *) echo "size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB" >&2; exit 2 ;;
+esac
+c1="$work/c1-$circuit.json"
+[[ -f $c1 ]] || "$bin/cuzk-bench" gen-synthetic --sector-size "$size" --seed 1 -o "$c1" || exit 1
+
+sock="$work/cuzk.sock"; port=$((20000 + RANDOM % 20000))
+cat > "$work/cuzk.toml" <<TOML
+[daemon]
+listen = "unix://$sock"
+http_listen = "127.0.0.1:$port"
+[srs]
+param_dir = "$work/params"
+synthetic = ["$circuit"]
+[gpus]
+backend = "$backend"
+TOML
+[[ -n $extra ]] && cat "$extra" >> "$work/cuzk.toml"
+
+"$bin/cuzk-daemon" --config "$work/cuzk.toml" > "$res/daemon.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon 2>/dev/null; kill $smi 2>/dev/null' EXIT
+smi=
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 500 > "$res/nvidia-smi.csv" &
+    smi=$!
+fi
+for _ in $(seq 300); do [[ -S $sock ]] && break; sleep 0.2; done
+[[ -S $sock ]] || { echo "daemon did not start"; tail -20 "$res/daemon.log"; exit 1; }
+
+# Parameters (and PCE matrices) before the clock starts: preload waits for them.
+t=$SECONDS
+"$bin/cuzk-bench" --addr "unix://$sock" preload "$circuit" || { tail -20 "$res/daemon.log"; exit 1; }
+echo "setup (PCE matrices + synthetic parameters): $((SECONDS - t)) s"
+
+start=$(date +%s.%N)
+seq "$n" | xargs -P "$j" -I{} sh -c "'$bin/cuzk-bench' --addr 'unix://$sock' single --kind porep --registered-proof $rp \
+    --sector-number {} --request-id tp-{} --c1 '$c1' > '$res/proof-{}.log' 2>&1; date +%s.%N > '$res/done-{}'"
+end=$(date +%s.%N)
+
+curl_get() { exec 3<>"/dev/tcp/127.0.0.1/$port"; printf 'GET %s HTTP/1.0\r\n\r\n' "$1" >&3; sed '1,/^\r$/d' <&3; exec 3<&-; }
+curl_get /timeline.csv > "$res/timeline.csv"
+curl_get /status > "$res/status.json"
+curl_get /metrics > "$res/metrics.txt"
+
+python3 - "$res" "$n" "$start" "$end" <<'PY'
+import glob, json, sys
+res, n, start, end = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+done = sorted(float(open(f).read()) for f in glob.glob(f"{res}/done-*"))
+st = json.load(open(f"{res}/status.json"))
+wall = end - start
+print(f"proofs: {n}, wall {wall:.1f} s, {wall / n:.2f} s/proof overall")
+if len(done) >= 2:
+    print(f"first proof after {done[0] - start:.1f} s; steady state {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof (between completions)")
+mem = st["memory"]
+print(f"daemon peak RSS {mem['process_peak_rss_bytes'] / 2**30:.1f} GiB (now {mem['process_rss_bytes'] / 2**30:.1f} GiB)")
+for d in st.get("devices", []):
+    print(f"device {d['ordinal']} {d['name']}: {d['partitions_proved']} partitions, busy {d['busy_seconds']:.1f} s "
+          f"({100 * d['busy_seconds'] / wall:.0f} % of the wall time), {d['resident_bytes'] / 2**30:.1f} GiB resident, {d['failures']} failures")
+try:
+    rows = [l.split(",") for l in open(f"{res}/nvidia-smi.csv") if l.strip()]
+    for g in sorted({r[0] for r in rows}):
+        used = max(int(r[1]) for r in rows if r[0] == g)
+        print(f"device {g}: peak memory used {used / 1024:.1f} GiB (nvidia-smi, 0.5 s samples)")
+except FileNotFoundError:
+    pass
+rows = [l.rstrip("\n").split(",") for l in open(f"{res}/timeline.csv")][1:]
+if rows:
+    synth = [float(r[4]) - float(r[3]) for r in rows]
+    prove = [float(r[6]) - float(r[5]) for r in rows]
+    dev = [float(r[9]) - float(r[8]) for r in rows if r[8]]
+    avg = lambda v: sum(v) / len(v) if v else 0
+    print(f"per partition (mean of {len(rows)}): synthesis {avg(synth):.2f} s, prover {avg(prove):.2f} s, device held {avg(dev):.2f} s")
+PY
+grep -h "UNVERIFIED\|error\|Error" "$res"/proof-*.log | sort | uniq -c | head -5
+cp "$res"/{timeline.csv,status.json,metrics.txt} "${OUT:-/nonexistent}/" 2>/dev/null || true
