@@ -92,7 +92,8 @@ if rows:
     prove = [float(r[6]) - float(r[5]) for r in rows]
     dev = [float(r[9]) - float(r[8]) for r in rows if r[8]]
     avg = lambda v: sum(v) / len(v) if v else 0
-    print(f"per partition (mean of {len(rows)}): synthesis {avg(synth):.2f} s, prover {avg(prove):.2f} s, device held {avg(dev):.2f} s")
+    held = f", device held {avg(dev):.2f} s" if dev else ""
+    print(f"per partition (mean of {len(rows)}): synthesis {avg(synth):.2f} s, prover {avg(prove):.2f} s{held}")
 PY
 grep -h "UNVERIFIED\|error\|Error" "$res"/proof-*.log | sort | uniq -c | head -5
 cp "$res"/{timeline.csv,status.json,metrics.txt} "${OUT:-/nonexistent}/" 2>/dev/null || true
