@@ -31,6 +31,12 @@ pub struct SynthesizedPartition {
 }
 
 impl SynthesizedPartition {
+    /// Constraints of the circuit (input rows included), also when a, b, c were deferred to
+    /// the backend.
+    pub fn num_constraints(&self) -> usize {
+        self.deferred_matrices.as_ref().map_or(self.assignment.num_constraints(), |pc| pc.num_constraints)
+    }
+
     /// Approximate heap bytes held (a, b, c and the witness dominate).
     pub fn heap_bytes(&self) -> u64 {
         let w = &self.assignment;

@@ -9,12 +9,14 @@ use std::sync::Arc;
 use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
 use parking_lot::{Condvar, Mutex};
 
-/// Bytes one partition of `constraints` constraints needs while synthesized and proved:
-/// a, b, c padded to the FFT domain (3 × 32 bytes each) plus the witness and the MSM scalar
-/// copies (≈ 2 × 32 bytes per constraint, since aux ≈ constraints in these circuits).
-pub fn working_set_bytes(constraints: usize) -> u64 {
+/// Bytes one partition of `constraints` constraints needs in host memory while synthesized
+/// and proved: a, b, c padded to the FFT domain (3 × 32 bytes each) unless the backend makes
+/// them on its device (`host_abc` false: GPU-resident PCE path), plus the witness and the MSM
+/// scalar copies (≈ 2 × 32 bytes per constraint, since aux ≈ constraints in these circuits).
+pub fn working_set_bytes(constraints: usize, host_abc: bool) -> u64 {
     let domain = constraints.max(1).next_power_of_two() as u64;
-    96 * domain + 64 * constraints as u64
+    let abc = if host_abc { 96 * domain } else { 0 };
+    abc + 64 * constraints as u64
 }
 
 /// Constraints per partition, measured on the real circuits (see shared field notes);
@@ -52,6 +54,8 @@ struct State {
 
 pub struct MemoryBudget {
     limit: u64,
+    /// Whether partitions hold a, b, c in host memory (see `working_set_bytes`).
+    host_abc: bool,
     state: Mutex<State>,
     freed: Condvar,
     observed: Mutex<HashMap<CircuitId, usize>>,
@@ -73,8 +77,8 @@ impl Drop for Reservation {
 }
 
 impl MemoryBudget {
-    pub fn new(limit: u64) -> Arc<Self> {
-        Arc::new(MemoryBudget { limit, state: Mutex::default(), freed: Condvar::new(), observed: Mutex::default() })
+    pub fn new(limit: u64, host_abc: bool) -> Arc<Self> {
+        Arc::new(MemoryBudget { limit, host_abc, state: Mutex::default(), freed: Condvar::new(), observed: Mutex::default() })
     }
 
     /// 70 % of physical memory, or 8 GiB when it cannot be read.
@@ -93,7 +97,7 @@ impl MemoryBudget {
     /// The per-partition estimate for `circuit`.
     pub fn estimate(&self, circuit: CircuitId) -> u64 {
         let constraints = self.observed.lock().get(&circuit).copied().unwrap_or_else(|| table_constraints(circuit));
-        working_set_bytes(constraints)
+        working_set_bytes(constraints, self.host_abc)
     }
 
     /// Record what synthesis actually produced, so later estimates are exact.
@@ -135,7 +139,7 @@ mod tests {
 
     #[test]
     fn reservations_wait_for_memory_and_release_on_drop() {
-        let b = MemoryBudget::new(100);
+        let b = MemoryBudget::new(100, true);
         let r1 = b.reserve(60, || false).unwrap();
         assert_eq!(b.used(), 60);
         // Does not fit now; the give-up hook lets the caller stop waiting.
@@ -150,11 +154,14 @@ mod tests {
 
     #[test]
     fn estimates_learn_from_synthesis() {
-        let b = MemoryBudget::new(1 << 40);
+        let b = MemoryBudget::new(1 << 40, true);
         let c = CircuitId::parse("porep-32g").unwrap();
         assert!(b.estimate(c) > 16 << 30, "32 GiB PoRep partitions need >16 GiB");
+        // a, b, c made on the device: only the witness and scalar copies stay on the host.
+        let device = MemoryBudget::new(1 << 40, false).estimate(c);
+        assert!(device < 9 << 30 && device > 7 << 30, "{device}");
         b.observe(c, 1000);
-        assert_eq!(b.estimate(c), working_set_bytes(1000));
-        assert!(!MemoryBudget::new(1 << 30).fits(c));
+        assert_eq!(b.estimate(c), working_set_bytes(1000, true));
+        assert!(!MemoryBudget::new(1 << 30, true).fits(c));
     }
 }

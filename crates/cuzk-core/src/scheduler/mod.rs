@@ -133,6 +133,9 @@ impl Scheduler {
         // A GPU backend knows how many partitions it proves well at once (devices × workers
         // per device); the CPU backend leaves it to pipeline.prover_workers.
         let prover_workers = backend.parallelism().unwrap_or(config.pipeline.prover_workers);
+        // With PCE and a backend that evaluates the matrices on its device, a, b, c never
+        // occupy host memory, and the budget must not reserve them.
+        let host_abc = !(config.pce.enabled && backend.evaluates_matrices());
         let started = Instant::now();
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),
@@ -140,7 +143,7 @@ impl Scheduler {
             srs: SrsCache::from_config(&config),
             pce: PceCache::from_config(&config),
             backend,
-            memory: MemoryBudget::new(limit),
+            memory: MemoryBudget::new(limit, host_abc),
             metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
             pending: WorkQueue::default(),
             ready: WorkQueue::default(),

@@ -85,7 +85,7 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
             Ok(s) => {
                 let path = if s.via_pce { "pce" } else { "plain" };
                 sh.metrics.synthesized.with_label_values(&[path]).inc();
-                sh.memory.observe(job.circuit, s.assignment.num_constraints());
+                sh.memory.observe(job.circuit, s.num_constraints());
                 sh.metrics.synthesis_seconds.with_label_values(&[job.kind.name()]).observe(s.synthesis_time.as_secs_f64());
                 if job.is_cancelled_or_done() {
                     continue;
