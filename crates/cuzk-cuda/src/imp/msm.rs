@@ -1,9 +1,10 @@
 //! MSM contexts: one per (device, SRS query). Resident contexts copy their points to the
 //! device once; streaming ones keep a host pointer and let sppark copy per call.
 //!
-//! Small MSMs run on the CPU (blst): below [`MIN_GPU_MSM`] points a kernel launch costs more
-//! than it saves, and sppark 0.1.16's sort step hangs on very small inputs (seen on an H200:
-//! G1 with 2 and 15 points, G2 with 1). So every context also keeps its host points.
+//! Small MSMs run on the CPU (blst): below [`MIN_GPU_MSM`] points the fixed cost of a device
+//! MSM (several launches, ~5 ms measured on an H200) is more than blst needs. It is also a
+//! guard: the first builds (device code with -G, see build.rs) hung on MSMs of 1–15 points,
+//! and tiny device MSMs have not been re-tested since. Every context keeps its host points.
 //!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
