@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use anyhow::bail;
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cuzk_cuda::msm::{MsmG1, MsmG2, Scalars};
 use cuzk_groth16::msm::{msm_g1, msm_g2};
 use cuzk_groth16::ntt::Domain;
@@ -65,33 +65,26 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(n as u64);
         let scalars: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
         let check = n <= 1 << 20;
-        let (dev_ms, cpu_ms, equal) = if args.g2 {
-            let pts: Vec<G2Affine> = points::<G2Projective>(n, 1);
-            let m = unsafe { MsmG2::new(args.device, &pts, true)? };
-            let mut total = 0f32;
-            let mut r = G2Projective::identity();
-            for _ in 0..args.reps {
-                let (x, ms) = m.run_on_device(Scalars::Host(&scalars))?;
-                total += ms;
-                r = x;
-            }
-            let s = Instant::now();
-            let eq = !check || msm_g2(&pts, &scalars) == r;
-            (total / args.reps as f32, s.elapsed().as_secs_f64() * 1e3, eq)
-        } else {
-            let pts: Vec<G1Affine> = points::<G1Projective>(n, 1);
-            let m = unsafe { MsmG1::new(args.device, &pts, true)? };
-            let mut total = 0f32;
-            let mut r = G1Projective::identity();
-            for _ in 0..args.reps {
-                let (x, ms) = m.run_on_device(Scalars::Host(&scalars))?;
-                total += ms;
-                r = x;
-            }
-            let s = Instant::now();
-            let eq = !check || msm_g1(&pts, &scalars) == r;
-            (total / args.reps as f32, s.elapsed().as_secs_f64() * 1e3, eq)
-        };
+        // The same measurement in either group: resident points, `reps` timed device runs,
+        // then one CPU run as the check.
+        macro_rules! measure {
+            ($ctx:ty, $proj:ty, $cpu:ident) => {{
+                let pts = points::<$proj>(n, 1);
+                let m = unsafe { <$ctx>::new(args.device, &pts, true)? };
+                let mut total = 0f32;
+                let mut r = <$proj>::identity();
+                for _ in 0..args.reps {
+                    let (x, ms) = m.run_on_device(Scalars::Host(&scalars))?;
+                    total += ms;
+                    r = x;
+                }
+                let s = Instant::now();
+                let eq = !check || $cpu(&pts, &scalars) == r;
+                (total / args.reps as f32, s.elapsed().as_secs_f64() * 1e3, eq)
+            }};
+        }
+        let (dev_ms, cpu_ms, equal) =
+            if args.g2 { measure!(MsmG2, G2Projective, msm_g2) } else { measure!(MsmG1, G1Projective, msm_g1) };
         bad += usize::from(!equal);
         t.add_row(vec![
             if args.g2 { "G2" } else { "G1" }.to_string(),
