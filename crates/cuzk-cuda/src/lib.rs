@@ -13,7 +13,10 @@
 //!   host memory when the device is too small);
 //! * [`pce`] — PCE matrices resident on a device and a = A·w, b = B·w, c = C·w there;
 //! * [`prover`] — [`CudaProver`], the `ProverBackend`: per-device locks, device choice,
-//!   retry on another device or the CPU.
+//!   retry on another device or the CPU;
+//! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too).
+
+pub mod health;
 
 #[cfg(feature = "cuda")]
 mod imp {

@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 
 use super::buffer::DeviceBuffer;
 use super::device::{self, DeviceInfo};
+use crate::health::DeviceHealth;
 use super::error::CudaError;
 use super::msm::Scalars;
 use super::ntt;
@@ -82,6 +83,7 @@ struct Gpu {
     proved: AtomicU64,
     failures: AtomicU64,
     busy_ns: AtomicU64,
+    health: DeviceHealth,
 }
 
 pub struct CudaProver {
@@ -142,6 +144,7 @@ impl CudaProver {
                 proved: AtomicU64::new(0),
                 failures: AtomicU64::new(0),
                 busy_ns: AtomicU64::new(0),
+                health: DeviceHealth::default(),
             })
             .collect();
         Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0), retries: AtomicU64::new(0) })
@@ -156,13 +159,15 @@ impl CudaProver {
         self.retries.load(Ordering::Relaxed)
     }
 
-    /// The device with the fewest partitions on it (ties broken round-robin), then the rest.
-    /// The first is counted as taken at once, so concurrent callers spread out.
+    /// Healthy devices first, each group by fewest partitions on it (ties broken
+    /// round-robin). A benched device is still tried when no other is left. The first is
+    /// counted as taken at once, so concurrent callers spread out.
     fn device_order(&self) -> Vec<usize> {
         let n = self.gpus.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let now = Instant::now();
         let mut order: Vec<usize> = (0..n).map(|i| (start + i) % n).collect();
-        order.sort_by_key(|&i| self.gpus[i].active.load(Ordering::Relaxed));
+        order.sort_by_key(|&i| (!self.gpus[i].health.available(now), self.gpus[i].active.load(Ordering::Relaxed)));
         self.gpus[order[0]].active.fetch_add(1, Ordering::Relaxed);
         order
     }
@@ -334,9 +339,15 @@ impl CudaProver {
         gpu.busy_ns.fetch_add((span_end - span_start).as_nanos() as u64, Ordering::Relaxed);
         t.device_span = Some((span_start, span_end));
         match result {
-            Ok(sums) => Ok(GpuPhase { sums, pending_b_g2, timings: t, started }),
+            Ok(sums) => {
+                gpu.health.record_success();
+                Ok(GpuPhase { sums, pending_b_g2, timings: t, started })
+            }
             Err(e) => {
                 gpu.failures.fetch_add(1, Ordering::Relaxed);
+                if let Some(bench) = gpu.health.record_failure(Instant::now()) {
+                    tracing::error!(device = gpu.info.ordinal, seconds = bench.as_secs(), "device keeps failing: benched");
+                }
                 if let Some(h) = pending_b_g2 {
                     let _ = h.join();
                 }

@@ -1,0 +1,97 @@
+//! Per-device health: a circuit breaker so that a device that keeps failing (a driver fault,
+//! a card fallen off the bus) stops being the first choice for every partition. After
+//! `TRIP_AFTER` consecutive failed attempts the device is benched for a while (doubling on
+//! each new trip, up to a cap) and partitions go to the others; one success resets it.
+//! Pure logic, no CUDA: compiled and tested on every build.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// Consecutive failures that bench a device.
+pub const TRIP_AFTER: u32 = 3;
+const FIRST_BENCH: Duration = Duration::from_secs(30);
+const MAX_BENCH: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Default)]
+struct State {
+    consecutive_failures: u32,
+    benched_until: Option<Instant>,
+    /// How long the next trip benches the device.
+    next_bench: Option<Duration>,
+}
+
+#[derive(Debug, Default)]
+pub struct DeviceHealth {
+    state: Mutex<State>,
+}
+
+impl DeviceHealth {
+    pub fn record_success(&self) {
+        *self.state.lock() = State::default();
+    }
+
+    /// Count a failed attempt; returns the bench time if this failure tripped the breaker.
+    pub fn record_failure(&self, now: Instant) -> Option<Duration> {
+        let mut s = self.state.lock();
+        s.consecutive_failures += 1;
+        if s.consecutive_failures < TRIP_AFTER {
+            return None;
+        }
+        let bench = s.next_bench.unwrap_or(FIRST_BENCH);
+        s.benched_until = Some(now + bench);
+        s.next_bench = Some((bench * 2).min(MAX_BENCH));
+        s.consecutive_failures = 0;
+        Some(bench)
+    }
+
+    /// Whether the device should be offered work now.
+    pub fn available(&self, now: Instant) -> bool {
+        self.state.lock().benched_until.map_or(true, |until| now >= until)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trips_after_consecutive_failures_backs_off_and_resets_on_success() {
+        let h = DeviceHealth::default();
+        let t0 = Instant::now();
+        assert!(h.available(t0));
+        assert_eq!(h.record_failure(t0), None);
+        assert_eq!(h.record_failure(t0), None);
+        assert_eq!(h.record_failure(t0), Some(FIRST_BENCH));
+        assert!(!h.available(t0 + FIRST_BENCH / 2));
+        assert!(h.available(t0 + FIRST_BENCH));
+        // Still failing after the bench: the next trip benches twice as long.
+        let t1 = t0 + FIRST_BENCH;
+        h.record_failure(t1);
+        h.record_failure(t1);
+        assert_eq!(h.record_failure(t1), Some(FIRST_BENCH * 2));
+        // A success in between resets everything.
+        h.record_success();
+        assert!(h.available(t1));
+        h.record_failure(t1);
+        h.record_success();
+        h.record_failure(t1);
+        h.record_failure(t1);
+        assert_eq!(h.record_failure(t1), Some(FIRST_BENCH), "the back-off restarts after a success");
+    }
+
+    #[test]
+    fn back_off_is_capped() {
+        let h = DeviceHealth::default();
+        let now = Instant::now();
+        let mut last = Duration::ZERO;
+        for _ in 0..20 {
+            for _ in 0..TRIP_AFTER {
+                if let Some(b) = h.record_failure(now) {
+                    last = b;
+                }
+            }
+        }
+        assert_eq!(last, MAX_BENCH);
+    }
+}
