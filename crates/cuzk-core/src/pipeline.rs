@@ -67,42 +67,26 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>, defer_ma
     let synthesis_error = |message: String| EngineError::Synthesis { partition: index, message };
     // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
     // error; that is bad input, and must not take the worker (or the daemon) down.
-    let mut deferred_matrices = None;
-    let assignment = match pce {
-        None => catch_panic(|| circuit.synthesize())
-            .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
-            .map_err(|e| synthesis_error(e.to_string()))?,
+    let (assignment, deferred_matrices) = match pce {
+        None => {
+            let assignment = catch_panic(|| circuit.synthesize())
+                .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
+                .map_err(|e| synthesis_error(e.to_string()))?;
+            (assignment, None)
+        }
         Some(pc) => {
             let (inputs, aux) = catch_panic(|| circuit.witness())
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
-            let witness_time = start.elapsed();
             if defer_matvec {
-                if inputs.len() != pc.num_inputs || aux.len() != pc.num_aux {
-                    return Err(synthesis_error(format!(
-                        "witness has {} inputs and {} aux, the pre-compiled circuit {} and {}",
-                        inputs.len(),
-                        aux.len(),
-                        pc.num_inputs,
-                        pc.num_aux
-                    )));
-                }
-                deferred_matrices = Some(pc.clone());
-                ProvingAssignment {
-                    a_aux_density: pc.a_aux_density.clone(),
-                    b_input_density: pc.b_input_density.clone(),
-                    b_aux_density: pc.b_aux_density.clone(),
-                    a: Vec::new(),
-                    b: Vec::new(),
-                    c: Vec::new(),
-                    input_assignment: inputs,
-                    aux_assignment: aux,
-                }
+                let w = cuzk_pce::witness_assignment(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
+                (w, Some(pc.clone()))
             } else {
-            let assignment = cuzk_pce::evaluate(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
-            tracing::debug!(partition = index, witness_ms = witness_time.as_millis() as u64,
-                matvec_ms = (start.elapsed() - witness_time).as_millis() as u64, "PCE synthesis");
-            assignment
+                let witness_time = start.elapsed();
+                let assignment = cuzk_pce::evaluate(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
+                tracing::debug!(partition = index, witness_ms = witness_time.as_millis() as u64,
+                    matvec_ms = (start.elapsed() - witness_time).as_millis() as u64, "PCE synthesis");
+                (assignment, None)
             }
         }
     };

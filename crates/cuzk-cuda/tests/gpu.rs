@@ -104,20 +104,26 @@ fn edge_scalars(r: &mut ChaCha8Rng, n: usize) -> Vec<Fr> {
     s
 }
 
-fn g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
-    let base: Vec<G1Projective> = (0..n.min(512)).map(|_| G1Projective::random(&mut *r)).collect();
-    let mut out = vec![G1Affine::identity(); n];
-    let proj: Vec<G1Projective> = (0..n).map(|i| base[i % base.len()] * Fr::from(i as u64 + 1)).collect();
-    G1Projective::batch_normalize(&proj, &mut out);
+/// `n` points: multiples of `bases` random points (few bases keep generation cheap, since
+/// every point costs a scalar multiplication).
+fn points<P>(r: &mut ChaCha8Rng, n: usize, bases: usize) -> Vec<P::AffineRepr>
+where
+    P: Group<Scalar = Fr> + Curve,
+    P::AffineRepr: PrimeCurveAffine,
+{
+    let base: Vec<P> = (0..n.min(bases)).map(|_| P::random(&mut *r)).collect();
+    let mut out = vec![P::AffineRepr::identity(); n];
+    let proj: Vec<P> = (0..n).map(|i| base[i % base.len()] * Fr::from(i as u64 + 1)).collect();
+    P::batch_normalize(&proj, &mut out);
     out
 }
 
+fn g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
+    points::<G1Projective>(r, n, 512)
+}
+
 fn g2_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G2Affine> {
-    let base: Vec<G2Projective> = (0..n.min(64)).map(|_| G2Projective::random(&mut *r)).collect();
-    let mut out = vec![G2Affine::identity(); n];
-    let proj: Vec<G2Projective> = (0..n).map(|i| base[i % base.len()] * Fr::from(i as u64 + 1)).collect();
-    G2Projective::batch_normalize(&proj, &mut out);
-    out
+    points::<G2Projective>(r, n, 64)
 }
 
 #[test]
@@ -316,16 +322,7 @@ fn cuda_proofs_verify_on_every_path() {
                 eprintln!("{what}: device mat-vec path");
                 // GPU-resident path: witness only, a, b, c by the device mat-vec.
                 let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
-                let w = ProvingAssignment {
-                    a_aux_density: pc.a_aux_density.clone(),
-                    b_input_density: pc.b_input_density.clone(),
-                    b_aux_density: pc.b_aux_density.clone(),
-                    a: vec![],
-                    b: vec![],
-                    c: vec![],
-                    input_assignment: ins,
-                    aux_assignment: aux,
-                };
+                let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
                 let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r)).unwrap();
                 assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
                 check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));

@@ -145,11 +145,10 @@ pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<(Vec<Fr>, Vec<Fr>), Synthes
     Ok((cs.inputs, cs.aux))
 }
 
-/// Build the proving assignment from a witness: a, b, c by parallel sparse mat-vec, the
-/// densities copied from the pre-compiled structure. Equal, field by field, to
-/// synthesizing the same circuit into `ProvingAssignment::new_with_one()` and calling
-/// `finish()`.
-pub fn evaluate(pc: &PreCompiled, inputs: Vec<Fr>, aux: Vec<Fr>) -> Result<ProvingAssignment, PceError> {
+/// The proving assignment of a witness without a, b, c: the witness checked against the
+/// pre-compiled sizes and the densities copied from them. What a backend that evaluates the
+/// matrices itself (on its device) takes; [`evaluate`] fills in a, b, c on the CPU.
+pub fn witness_assignment(pc: &PreCompiled, inputs: Vec<Fr>, aux: Vec<Fr>) -> Result<ProvingAssignment, PceError> {
     if inputs.len() != pc.num_inputs || aux.len() != pc.num_aux {
         return Err(PceError::WitnessLength {
             got_inputs: inputs.len(),
@@ -158,21 +157,32 @@ pub fn evaluate(pc: &PreCompiled, inputs: Vec<Fr>, aux: Vec<Fr>) -> Result<Provi
             want_aux: pc.num_aux,
         });
     }
-    // The three products are independent; join lets rayon overlap their tails.
-    let (a, (b, c)) = rayon::join(
-        || pc.a.mul_vec(&inputs, &aux),
-        || rayon::join(|| pc.b.mul_vec(&inputs, &aux), || pc.c.mul_vec(&inputs, &aux)),
-    );
     Ok(ProvingAssignment {
         a_aux_density: pc.a_aux_density.clone(),
         b_input_density: pc.b_input_density.clone(),
         b_aux_density: pc.b_aux_density.clone(),
-        a,
-        b,
-        c,
+        a: Vec::new(),
+        b: Vec::new(),
+        c: Vec::new(),
         input_assignment: inputs,
         aux_assignment: aux,
     })
+}
+
+/// Build the proving assignment from a witness: a, b, c by parallel sparse mat-vec, the
+/// densities copied from the pre-compiled structure. Equal, field by field, to
+/// synthesizing the same circuit into `ProvingAssignment::new_with_one()` and calling
+/// `finish()`.
+pub fn evaluate(pc: &PreCompiled, inputs: Vec<Fr>, aux: Vec<Fr>) -> Result<ProvingAssignment, PceError> {
+    let mut w = witness_assignment(pc, inputs, aux)?;
+    let (inputs, aux) = (&w.input_assignment, &w.aux_assignment);
+    // The three products are independent; join lets rayon overlap their tails.
+    let (a, (b, c)) = rayon::join(
+        || pc.a.mul_vec(inputs, aux),
+        || rayon::join(|| pc.b.mul_vec(inputs, aux), || pc.c.mul_vec(inputs, aux)),
+    );
+    (w.a, w.b, w.c) = (a, b, c);
+    Ok(w)
 }
 
 /// The first constraint the assignment violates (a·b ≠ c), if any. Evaluation does not

@@ -319,6 +319,7 @@ impl Scheduler {
                 (kind, q)
             })
             .collect();
+        let (process_rss, process_peak_rss) = crate::metrics::process_memory();
         StatusSnapshot {
             queues,
             resident_srs: sh.srs.resident(),
@@ -333,8 +334,8 @@ impl Scheduler {
             prover_workers: sh.prover_workers,
             backend: sh.backend.name(),
             devices: sh.backend.devices(),
-            process_rss: crate::metrics::process_memory().0,
-            process_peak_rss: crate::metrics::process_memory().1,
+            process_rss,
+            process_peak_rss,
         }
     }
 

@@ -44,14 +44,6 @@ impl Timeline {
         q.push_back(e);
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// CSV with a header; times in seconds since the scheduler started, empty when unknown.
     pub fn csv(&self) -> String {
         let secs = |t: Instant| format!("{:.4}", t.saturating_duration_since(self.origin).as_secs_f64());

@@ -51,10 +51,11 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 
     pub fn to_vec(&self) -> Result<Vec<T>, CudaError> {
-        let mut v = Vec::with_capacity(self.len);
-        // SAFETY: T is Copy (plain data); every element is written by `read` before use.
+        let mut v: Vec<T> = Vec::with_capacity(self.len);
+        let bytes = self.len * std::mem::size_of::<T>();
+        check(unsafe { ffi::cuzk_copy_to_host(self.index, v.as_mut_ptr().cast(), self.ptr.cast(), bytes) })?;
+        // SAFETY: the copy above initialised all `len` elements (T is plain data).
         unsafe { v.set_len(self.len) };
-        self.read(0, &mut v)?;
         Ok(v)
     }
 

@@ -86,10 +86,6 @@ impl DevicePce {
         })
     }
 
-    pub fn device_index(&self) -> usize {
-        self.index
-    }
-
     /// Device bytes held.
     pub fn bytes(&self) -> u64 {
         self.bytes

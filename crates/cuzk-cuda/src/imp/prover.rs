@@ -92,11 +92,12 @@ pub struct CudaProver {
     pinned: Mutex<Vec<PinnedSrs>>,
     cpu: CpuProver,
     next: AtomicUsize,
-    retries: AtomicU64,
 }
 
 /// What the device-exclusive region produced; [`CudaProver::finish`] turns it into a proof.
 pub struct GpuPhase {
+    /// Index into `gpus` of the device that ran it.
+    gpu: usize,
     sums: MsmResults,
     /// B in G2 still running on the CPU.
     pending_b_g2: Option<std::thread::JoinHandle<G2Projective>>,
@@ -124,6 +125,13 @@ struct HostInputs<'a> {
     b_scalars: Arc<Vec<Fr>>,
 }
 
+/// What goes to the device: a, b, c and the dense scalars (host path), or the witness and
+/// the matrices to evaluate there (GPU-resident PCE path).
+enum DeviceInput<'a> {
+    Host(HostInputs<'a>),
+    Witness(&'a PreCompiled),
+}
+
 impl CudaProver {
     /// Find and bind the configured devices. No usable device is an error (the operator
     /// asked for CUDA), never a silent CPU fallback.
@@ -147,16 +155,11 @@ impl CudaProver {
                 health: DeviceHealth::default(),
             })
             .collect();
-        Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0), retries: AtomicU64::new(0) })
+        Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0) })
     }
 
     pub fn device_infos(&self) -> Vec<DeviceInfo> {
         self.gpus.iter().map(|g| g.info.clone()).collect()
-    }
-
-    /// Partitions retried elsewhere after a device error.
-    pub fn retries(&self) -> u64 {
-        self.retries.load(Ordering::Relaxed)
     }
 
     /// Healthy devices first, each group by fewest partitions on it (ties broken
@@ -180,11 +183,11 @@ impl CudaProver {
     fn srs_on(&self, gpu: &Gpu, srs: &Srs, working_bytes: u64) -> Result<Arc<SrsOnDevice>, CudaError> {
         let key = SrsKey::of(srs);
         let mut list = gpu.srs.lock();
+        // A reload of the same file is a new key; the old entry was dropped by forget_srs
+        // when the SrsCache evicted it (the only way parameters leave it).
         if let Some(s) = list.iter().find(|s| s.key == key) {
             return Ok(s.clone());
         }
-        // Same file, new load (evicted and loaded again): the old contexts are stale.
-        list.retain(|s| s.key != key);
         let need = resident_size(srs, self.b_g2_on_gpu());
         let resident = match self.options.residency {
             Residency::Always => true,
@@ -241,14 +244,7 @@ impl CudaProver {
         let l = run_g1(&dev.l, Scalars::Host(&w.aux_assignment), &mut t.msm_l)?;
         let a = run_g1(&dev.a, Scalars::Host(&inputs.a_scalars), &mut t.msm_a)?;
         let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1)?;
-        let b_g2 = match &dev.b_g2 {
-            Some(m) => {
-                let (r, msm_ms) = m.run(Scalars::Host(&inputs.b_scalars))?;
-                t.msm_b_g2 = ms(msm_ms);
-                r
-            }
-            None => G2Projective::identity(),
-        };
+        let b_g2 = run_g2(&dev.b_g2, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g2)?;
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 
@@ -277,14 +273,7 @@ impl CudaProver {
         drop(a_s);
         let b_s = dpce.gather_b(&witness)?;
         let b_g1 = run_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g1)?;
-        let b_g2 = match &dev.b_g2 {
-            Some(m) => {
-                let (r, msm_ms) = m.run(Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() })?;
-                t.msm_b_g2 = ms(msm_ms);
-                r
-            }
-            None => G2Projective::identity(),
-        };
+        let b_g2 = run_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 
@@ -316,12 +305,12 @@ impl CudaProver {
             Some(std::thread::spawn(move || msm_g2(points, &b)))
         };
 
-        let host = match pc {
-            Some(_) => None,
+        let input = match pc {
+            Some(pc) => DeviceInput::Witness(pc),
             None => {
                 let mut a_scalars = w.input_assignment.clone();
                 a_scalars.extend(dense_scalars(&w.aux_assignment, &w.a_aux_density));
-                Some(HostInputs { w, a_scalars, b_scalars: b_scalars.clone() })
+                DeviceInput::Host(HostInputs { w, a_scalars, b_scalars: b_scalars.clone() })
             }
         };
 
@@ -329,10 +318,9 @@ impl CudaProver {
         let guard = gpu.lock.lock();
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
-        let result = match (pc, &host) {
-            (Some(pc), _) => self.gpu_phase_witness(g, srs, shape, pc, w, &mut t),
-            (None, Some(h)) => self.gpu_phase_host(g, srs, shape, h, &mut t),
-            (None, None) => unreachable!("host inputs are built whenever there are no matrices"),
+        let result = match &input {
+            DeviceInput::Witness(pc) => self.gpu_phase_witness(g, srs, shape, pc, w, &mut t),
+            DeviceInput::Host(h) => self.gpu_phase_host(g, srs, shape, h, &mut t),
         };
         let span_end = Instant::now();
         drop(guard);
@@ -341,7 +329,7 @@ impl CudaProver {
         match result {
             Ok(sums) => {
                 gpu.health.record_success();
-                Ok(GpuPhase { sums, pending_b_g2, timings: t, started })
+                Ok(GpuPhase { gpu: g, sums, pending_b_g2, timings: t, started })
             }
             Err(e) => {
                 gpu.failures.fetch_add(1, Ordering::Relaxed);
@@ -358,18 +346,14 @@ impl CudaProver {
 
     /// Step 3: host work after the device is released.
     pub fn finish(&self, srs: &Srs, phase: GpuPhase, rs: Randomness) -> (Proof, ProveTimings) {
-        let GpuPhase { mut sums, pending_b_g2, mut timings, started } = phase;
+        let GpuPhase { gpu, mut sums, pending_b_g2, mut timings, started } = phase;
         if let Some(h) = pending_b_g2 {
             let s = Instant::now();
             sums.b_g2 = h.join().expect("B_G2 MSM thread panicked");
             timings.msm_b_g2 = s.elapsed();
         }
         let proof = assemble(srs, rs, sums);
-        if let Some(d) = timings.device {
-            if let Some(g) = self.gpus.iter().find(|g| g.info.ordinal == d) {
-                g.proved.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.gpus[gpu].proved.fetch_add(1, Ordering::Relaxed);
         timings.total = started.elapsed();
         (proof, timings)
     }
@@ -388,9 +372,6 @@ impl CudaProver {
                     // One retry: on the next device, or on the CPU when there is one device.
                     let retry = attempt == 0;
                     tracing::error!(device = self.gpus[g].info.ordinal, error = %e, retry, "partition failed on device");
-                    if retry {
-                        self.retries.fetch_add(1, Ordering::Relaxed);
-                    }
                     last_err = Some(e);
                 }
             }
@@ -421,6 +402,18 @@ fn run_g1(m: &Option<super::msm::MsmG1>, s: Scalars<'_>, slot: &mut Duration) ->
             Ok(r)
         }
         None => Ok(G1Projective::identity()),
+    }
+}
+
+/// The same for the G2 query (absent when B in G2 runs on the CPU).
+fn run_g2(m: &Option<super::msm::MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
+    match m {
+        Some(m) => {
+            let (r, t) = m.run(s)?;
+            *slot = ms(t);
+            Ok(r)
+        }
+        None => Ok(G2Projective::identity()),
     }
 }
 
