@@ -7,10 +7,18 @@
 #   scripts/bench-throughput.sh BIN_DIR WORK_DIR SIZE N J [cpu|cuda] [EXTRA_TOML_FILE]
 #   e.g. scripts/bench-throughput.sh devcarry /tmp/tp 32GiB 4 2 cuda
 #
+# The script writes [daemon], [srs] and [gpus] itself; EXTRA_TOML_FILE may add other sections
+# ([pipeline], [memory], …), and TP_GPUS may add keys to [gpus] (e.g. 'devices = [0]').
+#
 # The parameters are synthetic ([srs] synthetic): proofs cannot verify and the daemon reports
 # each one FAILED/UNVERIFIED — expected here; the timings are what is measured. The PCE matrices
 # are extracted on first use (a 32 GiB PoRep takes ~90 s and ~15 GB) and cached in WORK_DIR.
 # Results go to WORK_DIR/results (and to $OUT when set, for the device tool).
+#
+# Environment: TP_DEADLINE=S stops waiting for proofs after S seconds (the figures are then
+# over the proofs that finished; the device tool's commands have a hard time limit);
+# TP_CPUS=LIST pins the daemon to those cores (taskset), e.g. 0-15 to measure a 16-core host
+# on a bigger one.
 set -u
 bin=$(realpath "$1"); work=$2; size=$3; n=$4; j=$5; backend=${6:-cuda}; extra=${7:-}
 mkdir -p "$work/params" "$work/results"
@@ -36,10 +44,13 @@ param_dir = "$work/params"
 synthetic = ["$circuit"]
 [gpus]
 backend = "$backend"
+${TP_GPUS:-}
 TOML
 [[ -n $extra ]] && cat "$extra" >> "$work/cuzk.toml"
 
-"$bin/cuzk-daemon" --config "$work/cuzk.toml" > "$res/daemon.log" 2>&1 &
+pin=()
+[[ -n ${TP_CPUS:-} ]] && pin=(taskset -c "$TP_CPUS")
+"${pin[@]}" "$bin/cuzk-daemon" --config "$work/cuzk.toml" > "$res/daemon.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; kill $smi 2>/dev/null' EXIT
 smi=
@@ -55,25 +66,34 @@ t=$SECONDS
 "$bin/cuzk-bench" --addr "unix://$sock" preload "$circuit" || { tail -20 "$res/daemon.log"; exit 1; }
 echo "setup (PCE matrices + synthetic parameters): $((SECONDS - t)) s"
 
+# CPU time of the daemon (all threads, user + system, in clock ticks) around the proofs.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
+cpu0=$(cpu_ticks)
 start=$(date +%s.%N)
-seq "$n" | xargs -P "$j" -I{} sh -c "'$bin/cuzk-bench' --addr 'unix://$sock' single --kind porep --registered-proof $rp \
-    --sector-number {} --request-id tp-{} --c1 '$c1' > '$res/proof-{}.log' 2>&1; date +%s.%N > '$res/done-{}'"
+timeout "${TP_DEADLINE:-86400}" sh -c "seq '$n' | xargs -P '$j' -I{} sh -c \"'$bin/cuzk-bench' --addr 'unix://$sock' single --kind porep --registered-proof $rp \
+    --sector-number {} --request-id tp-{} --c1 '$c1' > '$res/proof-{}.log' 2>&1; date +%s.%N > '$res/done-{}'\"" \
+    || echo "proof phase stopped after ${TP_DEADLINE:-?} s (TP_DEADLINE); figures below cover the proofs that finished"
 end=$(date +%s.%N)
+cpu1=$(cpu_ticks)
 
 curl_get() { exec 3<>"/dev/tcp/127.0.0.1/$port"; printf 'GET %s HTTP/1.0\r\n\r\n' "$1" >&3; sed '1,/^\r$/d' <&3; exec 3<&-; }
 curl_get /timeline.csv > "$res/timeline.csv"
 curl_get /status > "$res/status.json"
 curl_get /metrics > "$res/metrics.txt"
 
-python3 - "$res" "$n" "$start" "$end" <<'PY'
+python3 - "$res" "$n" "$start" "$end" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" <<'PY'
 import glob, json, sys
 res, n, start, end = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+cpu = (int(sys.argv[6]) - int(sys.argv[5])) / int(sys.argv[7])
 done = sorted(float(open(f).read()) for f in glob.glob(f"{res}/done-*"))
 st = json.load(open(f"{res}/status.json"))
 wall = end - start
-print(f"proofs: {n}, wall {wall:.1f} s, {wall / n:.2f} s/proof overall")
+finished = len(done)
+print(f"proofs: {finished} of {n} finished, wall {wall:.1f} s" + (f", {wall / finished:.2f} s/proof overall" if finished else ""))
+if done:
+    print(f"first proof after {done[0] - start:.1f} s (single-proof latency when J > 1 includes sharing the machine)")
 if len(done) >= 2:
-    print(f"first proof after {done[0] - start:.1f} s; steady state {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof (between completions)")
+    print(f"steady state {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof (between completions)")
 mem = st["memory"]
 print(f"daemon peak RSS {mem['process_peak_rss_bytes'] / 2**30:.1f} GiB (now {mem['process_rss_bytes'] / 2**30:.1f} GiB)")
 for d in st.get("devices", []):
@@ -94,6 +114,8 @@ if rows:
     avg = lambda v: sum(v) / len(v) if v else 0
     held = f", device held {avg(dev):.2f} s" if dev else ""
     print(f"per partition (mean of {len(rows)}): synthesis {avg(synth):.2f} s, prover {avg(prove):.2f} s{held}")
+    print(f"daemon CPU time during the proofs: {cpu:.0f} core-s = {cpu / len(rows):.1f} core-s per partition "
+          f"({cpu / wall:.1f} cores busy on average; all threads: synthesis, host-side proving, gRPC)")
 PY
 grep -h "UNVERIFIED\|error\|Error" "$res"/proof-*.log | sort | uniq -c | head -5
 cp "$res"/{timeline.csv,status.json,metrics.txt} "${OUT:-/nonexistent}/" 2>/dev/null || true

@@ -11,6 +11,7 @@ mod gpu_bench;
 #[cfg(feature = "cuda")]
 mod gpu_msm;
 mod pce_bench;
+mod synthetic_params;
 mod report;
 
 use std::path::PathBuf;
@@ -85,6 +86,10 @@ enum Command {
     /// Write a synthetic PoRep C1 output of the real shape for any sector size (random values
     /// from --seed; its proofs cannot verify) and print its shape.
     GenSynthetic(gen_synthetic::Args),
+    /// Write a circuit's synthetic parameters (random points, sized from its PCE matrices) as
+    /// a bellperson .params/.vk pair under filecoin-proofs' file names, marked SYNTHETIC — the
+    /// input for benchmarking other provers (cuzk-peer-c2) against cuzk's srs.synthetic.
+    SyntheticParams(synthetic_params::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -112,5 +117,6 @@ fn main() -> anyhow::Result<()> {
         Command::Cancel { job_id } => client::block_on(client::admin::cancel(&addr, job_id)),
         Command::GenVanilla(cmd) => client::gen_vanilla::run(cmd),
         Command::GenSynthetic(args) => gen_synthetic::run(&args),
+        Command::SyntheticParams(args) => synthetic_params::run(&args),
     }
 }

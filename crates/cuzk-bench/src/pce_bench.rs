@@ -23,6 +23,54 @@ pub struct Args {
     /// cache save/load times; needs no fixtures or parameters.
     #[arg(long, value_delimiter = ',')]
     extract_only: Vec<String>,
+    /// Only time witness generation (what synthesis costs per partition with PCE) for the
+    /// first --partitions partitions of this PoRep C1 file (e.g. a synthetic 32 GiB one from
+    /// `gen-synthetic`); needs no parameters or matrices.
+    #[arg(long)]
+    witness_c1: Option<std::path::PathBuf>,
+    /// Registered proof number of --witness-c1 (Go abi: 8 = 32 GiB v1.1).
+    #[arg(long, default_value_t = 8)]
+    registered_proof: u64,
+    /// Partitions of --witness-c1 to time.
+    #[arg(long, default_value_t = 1)]
+    partitions: usize,
+}
+
+/// Witness generation alone for a C1 file of any size: wall time and the process's CPU time
+/// per partition (CPU time counts every thread, so it shows whether a partition used more
+/// than one core).
+fn witness_only(c1: &std::path::Path, registered_proof: u64, count: usize) -> anyhow::Result<()> {
+    let req = cuzk_filecoin::ProofRequest {
+        kind: Some(ProofKind::PoRepSealCommit),
+        registered_proof,
+        sector_number: 1,
+        vanilla_proof: std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?,
+        ..Default::default()
+    };
+    let (job, prepare_time) = timed(|| prepare(&req));
+    let job = job?;
+    eprintln!("{}: {} partitions, prepared in {}", job.circuit_id, job.partitions.len(), secs(prepare_time));
+    let mut t = table(&["partition", "witness wall", "CPU (all threads)", "inputs / aux"]);
+    for p in job.partitions.into_iter().take(count) {
+        let cpu0 = process_cpu();
+        let (w, wall) = timed(|| p.circuit.witness());
+        let cpu = process_cpu() - cpu0;
+        let (inputs, aux) = w?;
+        t.add_row(vec![p.index.to_string(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), aux.len())]);
+    }
+    println!("{t}");
+    println!("({} threads available)", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    Ok(())
+}
+
+/// User + system CPU time of this process so far (all threads).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at ") ".
+    let fields: Vec<&str> = stat.rsplit_once(") ").map_or(vec![], |(_, rest)| rest.split(' ').collect());
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of stat(5), i.e. 11 and 12 after the name.
+    Duration::from_secs_f64((ticks(11) + ticks(12)) as f64 / 100.0)
 }
 
 /// Extraction alone, for circuits of any size.
@@ -69,6 +117,9 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     if !args.extract_only.is_empty() {
         return extract_only(&args.extract_only);
+    }
+    if let Some(c1) = &args.witness_c1 {
+        return witness_only(c1, args.registered_proof, args.partitions);
     }
     let dir = &args.fixtures.dir;
     let manifest = crate::fixtures::run(dir)?;

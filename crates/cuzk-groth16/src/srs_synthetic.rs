@@ -123,6 +123,73 @@ impl Srs {
     }
 }
 
+/// Name of the marker file written next to synthetic parameters on disk
+/// (`<file>.params.SYNTHETIC`): [`Srs::load`] marks parameters that have one as synthetic.
+pub fn synthetic_marker(params: &std::path::Path) -> std::path::PathBuf {
+    let mut name = params.as_os_str().to_owned();
+    name.push(".SYNTHETIC");
+    name.into()
+}
+
+/// Write the parameters [`Srs::synthetic`] would build — the same points — as a bellperson
+/// `.params` file, and its verifying key as a `.vk` file, streaming: memory stays at one pool
+/// of points per vector, whatever the size (the 32 GiB PoRep file is 47 GiB). This is how
+/// other provers (filecoin-proofs, SupraSeal) are benchmarked on the same synthetic input;
+/// whoever writes such a file also writes [`synthetic_marker`] next to it.
+///
+/// Layout (bellperson's): the verifying key (α₁, β₁, β₂, γ₂, δ₁, δ₂ uncompressed, then the
+/// IC count as a big-endian u32 and the IC points), then h, l, a, b_g1 (G1) and b_g2 (G2),
+/// each a big-endian u32 count and uncompressed points. Returns the bytes of `.params`.
+pub fn write_synthetic(
+    shape: &SrsShape,
+    seed: u64,
+    params: &mut impl std::io::Write,
+    vk: &mut impl std::io::Write,
+) -> std::io::Result<u64> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    let Some([h, l, a, b, ic]) = shape.lengths() else {
+        return Err(invalid(format!("{} constraints exceed the largest FFT domain of the field", shape.num_constraints)));
+    };
+    let g1_bytes = |p: &[G1Affine]| p.iter().flat_map(|p| p.to_uncompressed()).collect::<Vec<u8>>();
+    let g2_bytes = |p: &[G2Affine]| p.iter().flat_map(|p| p.to_uncompressed()).collect::<Vec<u8>>();
+    let vk_points = pool(seed, 0, g1_mul);
+    let vk_g2 = pool(seed, 1, g2_mul);
+    let mut head = Vec::new();
+    for point in [
+        &vk_points[0].to_uncompressed()[..], // alpha_g1
+        &vk_points[1].to_uncompressed()[..], // beta_g1
+        &vk_g2[0].to_uncompressed()[..],     // beta_g2
+        &vk_g2[1].to_uncompressed()[..],     // gamma_g2
+        &vk_points[2].to_uncompressed()[..], // delta_g1
+        &vk_g2[2].to_uncompressed()[..],     // delta_g2
+    ] {
+        head.extend_from_slice(point);
+    }
+    section(&mut head, &g1_bytes(&vk_points[3..]), 96, ic)?;
+    vk.write_all(&head)?;
+    params.write_all(&head)?;
+    let mut written = head.len() as u64;
+    for (tag, len) in [(2, h), (3, l), (4, a), (5, b)] {
+        written += section(params, &g1_bytes(&pool(seed, tag, g1_mul)), 96, len)?;
+    }
+    written += section(params, &g2_bytes(&pool(seed, 6, g2_mul)), 192, b)?;
+    Ok(written)
+}
+
+/// A count and `len` points: the serialised pool repeated, as [`tile`] repeats it.
+fn section(out: &mut impl std::io::Write, pool: &[u8], point: usize, len: usize) -> std::io::Result<u64> {
+    let count = u32::try_from(len)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{len} points overflow a u32 count")))?;
+    out.write_all(&count.to_be_bytes())?;
+    let mut left = len * point;
+    while left > 0 {
+        let n = left.min(pool.len());
+        out.write_all(&pool[..n])?;
+        left -= n;
+    }
+    Ok(4 + (len * point) as u64)
+}
+
 fn g1_mul(s: Fr) -> G1Projective {
     G1Projective::generator() * s
 }
@@ -166,6 +233,26 @@ mod tests {
 
     fn shape() -> SrsShape {
         SrsShape { num_constraints: 1000, num_inputs: 3, num_aux: 700, a_aux: 650, b_inputs: 1, b_aux: 300 }
+    }
+
+    #[test]
+    fn written_file_loads_as_the_same_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let (params, vk) = (dir.path().join("p.params"), dir.path().join("p.vk"));
+        let (mut pf, mut vf) = (std::fs::File::create(&params).unwrap(), std::fs::File::create(&vk).unwrap());
+        let n = write_synthetic(&shape(), 9, &mut pf, &mut vf).unwrap();
+        drop((pf, vf));
+        assert_eq!(n, std::fs::metadata(&params).unwrap().len());
+        let mem = Srs::synthetic(&shape(), 9, "t").unwrap();
+        let disk = Srs::load(&params, crate::srs::SubgroupCheck::Always).unwrap();
+        assert_eq!((disk.h, disk.l, disk.a), (mem.h, mem.l, mem.a));
+        assert_eq!((disk.b_g1, disk.b_g2), (mem.b_g1, mem.b_g2));
+        assert_eq!(disk.vk, mem.vk);
+        assert_eq!(crate::srs::load_verifying_key(&vk).unwrap(), mem.vk);
+        // Without the marker the loader cannot know; with it, the parameters say what they are.
+        assert!(!disk.synthetic);
+        std::fs::write(synthetic_marker(&params), "synthetic").unwrap();
+        assert!(Srs::load(&params, crate::srs::SubgroupCheck::Skip).unwrap().synthetic);
     }
 
     #[test]

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The peer side of the throughput benchmark (issue #6): filecoin-proofs' own PoRep C2 with
+# bellperson's SupraSeal prover (`cuzk-peer-c2`, built by scripts/build-peer.sh), one process
+# per proof and parameters read from disk each time — how Curio runs C2 without a daemon — on
+# the same synthetic input as scripts/bench-throughput.sh (C1 from the same seed; parameters
+# with the same sizes and points, written to disk by `cuzk-bench synthetic-params`).
+#
+#   scripts/bench-peer.sh BIN_DIR WORK_DIR SIZE RUNS
+#   e.g. scripts/bench-peer.sh devcarry /tmp/peer 32GiB 2
+#
+# filecoin-proofs checks every proof before returning it; on synthetic data that check fails
+# by construction, so each run ends in an error and its time is "up to and including the
+# failed self-check" (the check itself takes milliseconds). bellperson logs the synthesis
+# time and the GPU prover time of each run; both are printed.
+#
+# Environment: PEER_DEADLINE=S bounds each run; TP_CPUS=LIST pins it (taskset), as for cuzk;
+# PEER_GPU=N picks the GPU (CUDA_VISIBLE_DEVICES for this separate process, set before it
+# starts — the only way to choose a GPU for supraseal-c2, which always uses device 0..n).
+set -u
+bin=$(realpath "$1"); work=$2; size=$3; runs=$4
+mkdir -p "$work/params" "$work/results"
+res="$work/results"
+case "$size" in
+    2KiB|2k) circuit=porep-2k ;;
+    512MiB|512m) circuit=porep-512m ;;
+    32GiB|32g) circuit=porep-32g ;;
+    64GiB|64g) circuit=porep-64g ;;
+    *) echo "size: 2KiB, 512MiB, 32GiB or 64GiB" >&2; exit 2 ;;
+esac
+c1="$work/c1-$circuit.json"
+[[ -f $c1 ]] || "$bin/cuzk-bench" gen-synthetic --sector-size "$size" --seed 1 -o "$c1" > /dev/null || exit 1
+t=$SECONDS
+"$bin/cuzk-bench" synthetic-params --circuit "$circuit" --out "$work/params" --pce-dir "${PEER_PCE_DIR:-$work/params/pce}" || exit 1
+echo "setup (PCE shape + synthetic parameter file): $((SECONDS - t)) s"
+df -h "$work" | tail -1
+
+smi=
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 500 > "$res/peer-nvidia-smi.csv" &
+    smi=$!
+fi
+trap '[[ -n $smi ]] && kill $smi 2>/dev/null' EXIT
+pin=()
+[[ -n ${TP_CPUS:-} ]] && pin=(taskset -c "$TP_CPUS")
+for i in $(seq "$runs"); do
+    echo "=== peer run $i"
+    s=$(date +%s.%N)
+    CUDA_VISIBLE_DEVICES="${PEER_GPU:-0}" RUST_LOG=info \
+        timeout "${PEER_DEADLINE:-86400}" "${pin[@]}" "$bin/cuzk-peer-c2" --c1 "$c1" --param-dir "$work/params" \
+        > "$res/peer-$i.json" 2> "$res/peer-$i.log"
+    rc=$?
+    e=$(date +%s.%N)
+    echo "exit $rc after $(python3 -c "print(f'{$e - $s:.1f}')") s"
+    cat "$res/peer-$i.json"
+    grep -E "synthesis time|prover time|SupraSeal|read parameters|error|panicked" "$res/peer-$i.log" | cut -c1-300 | head -12
+done
+if [[ -n $smi ]]; then
+    kill $smi 2>/dev/null; smi=
+    python3 - "$res/peer-nvidia-smi.csv" <<'PY'
+import sys
+rows = [l.split(",") for l in open(sys.argv[1]) if l.strip()]
+for g in sorted({r[0] for r in rows}):
+    mine = [r for r in rows if r[0] == g]
+    busy = sum(1 for r in mine if int(r[2]) > 0)
+    print(f"device {g}: peak memory used {max(int(r[1]) for r in mine) / 1024:.1f} GiB; "
+          f"utilisation > 0 in {100 * busy / len(mine):.0f} % of {len(mine)} samples (0.5 s) over the peer runs")
+PY
+fi
+cp "$res"/peer-* "${OUT:-/nonexistent}/" 2>/dev/null || true
