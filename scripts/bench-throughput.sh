@@ -39,6 +39,8 @@ cat > "$work/cuzk.toml" <<TOML
 [daemon]
 listen = "unix://$sock"
 http_listen = "127.0.0.1:$port"
+# Proofs still running when the benchmark ends are abandoned, not waited for.
+shutdown_grace_secs = 1
 [srs]
 param_dir = "$work/params"
 synthetic = ["$circuit"]
@@ -50,15 +52,25 @@ TOML
 
 pin=()
 [[ -n ${TP_CPUS:-} ]] && pin=(taskset -c "$TP_CPUS")
+rm -f "$sock"   # a socket left by an earlier run must not pass for this daemon's
 "${pin[@]}" "$bin/cuzk-daemon" --config "$work/cuzk.toml" > "$res/daemon.log" 2>&1 &
 daemon=$!
-trap 'kill $daemon 2>/dev/null; kill $smi 2>/dev/null' EXIT
+# On exit: stop the daemon and wait until it is gone, so that the next run on this machine
+# finds its memory (host and GPU) and its socket free.
+stop_daemon() {
+    kill "$daemon" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$daemon" 2>/dev/null
+    wait "$daemon" 2>/dev/null
+    [[ -n ${smi:-} ]] && kill "$smi" 2>/dev/null
+}
+trap stop_daemon EXIT
 smi=
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader,nounits -lms 500 > "$res/nvidia-smi.csv" &
     smi=$!
 fi
-for _ in $(seq 300); do [[ -S $sock ]] && break; sleep 0.2; done
+for _ in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
 [[ -S $sock ]] || { echo "daemon did not start"; tail -20 "$res/daemon.log"; exit 1; }
 
 # Parameters (and PCE matrices) before the clock starts: preload waits for them.

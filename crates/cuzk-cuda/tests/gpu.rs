@@ -317,7 +317,8 @@ fn cuda_proofs_verify_on_every_path() {
                 circuit.clone().synthesize(&mut cs).unwrap();
                 cs.finish();
                 let (proof, t) = prover.prove(&srs, cs, Randomness::random(&mut r)).unwrap();
-                assert_eq!(t.device, Some(prover.device_infos()[0].ordinal));
+                let ordinals: Vec<_> = prover.device_infos().iter().map(|d| d.ordinal).collect();
+                assert!(t.device.is_some_and(|d| ordinals.contains(&d)), "{what}: proved on {:?}, devices {ordinals:?}", t.device);
                 check_proof(&proof, &srs, &params, out, &format!("host path {what}"));
                 eprintln!("{what}: device mat-vec path");
                 // GPU-resident path: witness only, a, b, c by the device mat-vec.
@@ -326,9 +327,10 @@ fn cuda_proofs_verify_on_every_path() {
                 let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r)).unwrap();
                 assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
                 check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));
+                // Both proofs counted (on whichever devices the prover chose), no failures.
                 let reports = prover.devices();
-                assert_eq!(reports[0].partitions_proved, 2, "{what}");
-                assert_eq!(reports[0].failures, 0);
+                assert_eq!(reports.iter().map(|d| d.partitions_proved).sum::<u64>(), 2, "{what}");
+                assert_eq!(reports.iter().map(|d| d.failures).sum::<u64>(), 0, "{what}");
                 prover.forget_srs(&srs);
             }
         }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The 32 GiB PoRep C2 measurements of issue #6/#7, as run on the lent H200 machines (one
+# command each, ≤ 10 minutes, nothing kept between calls). A 16-core, 1-GPU, 128 GB host is
+# what the targets are stated for, so on a bigger host cuzk is pinned to 16 cores (TP_CPUS),
+# one GPU, and a memory budget that fits 128 GB; the peer gets the same 16 cores and GPU.
+#
+#   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
+#                                          (N=5, J=3), then off (N=2, J=2)
+#   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
+#
+# WORK (default ./work) must be on disk, not tmpfs: the peer's parameter file is 47 GB.
+# SIZE and BACKEND (defaults 32GiB, cuda) exist to rehearse the script small, on a CPU.
+set -u
+bin=$(realpath "$1"); mode=$2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(realpath -m "${WORK:-work}")
+out="${OUT:-$work/out}"
+mkdir -p "$work" "$out"
+export TP_CPUS="${TP_CPUS:-0-15}"
+gpu_keys='devices = [0]'
+# Host memory for working sets beyond parameters (44 GiB) and PCE matrices (7 GiB): 60 GiB
+# keeps the whole daemon inside a 128 GB host.
+cat > "$work/extra.toml" <<TOML
+[pipeline]
+synthesis_workers = 14
+[memory]
+budget_bytes = $((60 << 30))
+TOML
+echo "host: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; pinned to cores $TP_CPUS"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+df -h "$work" | tail -1
+
+ours() { # name N J deadline [extra gpu keys]
+    local name=$1 n=$2 j=$3 deadline=$4 keys=${5:-}
+    echo "=== cuzk: $name (N=$n, J=$j, deadline ${deadline} s)"
+    TP_DEADLINE=$deadline TP_GPUS="$gpu_keys${keys:+$'\n'$keys}" \
+        bash "$here/bench-throughput.sh" "$bin" "$work/tp" "${SIZE:-32GiB}" "$n" "$j" "${BACKEND:-cuda}" "$work/extra.toml" 2>&1 | tee "$out/ours-$name.log"
+    # The device tool returns few files: one archive per run.
+    tar czf "$out/$name.tgz" -C "$work/tp/results" timeline.csv status.json metrics.txt daemon.log nvidia-smi.csv 2>/dev/null
+    rm -f "$work/tp/results/"{done-*,proof-*,timeline.csv,status.json,metrics.txt} "$out/"{timeline.csv,status.json,metrics.txt}
+}
+
+case "$mode" in
+    ours)
+        ours single 1 1 "${D0:-110}"
+        ours device-matvec 5 3 "${D1:-200}"
+        ours host-matvec 2 2 "${D2:-130}" 'device_matvec = false'
+        ;;
+    peer)
+        PEER_DEADLINE="${PEER_DEADLINE:-330}" PEER_PCE_DIR="$work/tp/params/pce" \
+            bash "$here/bench-peer.sh" "$bin" "$work/peer" "${SIZE:-32GiB}" 1 2>&1 | tee "$out/peer.log"
+        rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
+        ours single 1 1 "${D3:-150}"
+        ;;
+    *) echo "mode: ours or peer" >&2; exit 2 ;;
+esac
