@@ -118,14 +118,19 @@ try:
         print(f"device {g}: peak memory used {used / 1024:.1f} GiB (nvidia-smi, 0.5 s samples)")
 except FileNotFoundError:
     pass
-rows = [l.rstrip("\n").split(",") for l in open(f"{res}/timeline.csv")][1:]
+import csv
+rows = list(csv.DictReader(open(f"{res}/timeline.csv")))
 if rows:
-    synth = [float(r[4]) - float(r[3]) for r in rows]
-    prove = [float(r[6]) - float(r[5]) for r in rows]
-    dev = [float(r[9]) - float(r[8]) for r in rows if r[8]]
+    f = lambda r, k: float(r[k])
     avg = lambda v: sum(v) / len(v) if v else 0
+    synth = [f(r, "synthesis_end") - f(r, "synthesis_start") for r in rows]
+    prove = [f(r, "prove_end") - f(r, "prove_start") for r in rows]
+    dev = [f(r, "device_end") - f(r, "device_start") for r in rows if r["device_start"]]
     held = f", device held {avg(dev):.2f} s" if dev else ""
     print(f"per partition (mean of {len(rows)}): synthesis {avg(synth):.2f} s, prover {avg(prove):.2f} s{held}")
+    phases = [k for k in ("upload_ms", "matvec_ms", "ntt_ms", "msm_h_ms", "msm_l_ms", "msm_a_ms", "msm_b_g1_ms", "msm_b_g2_ms") if k in rows[0]]
+    if phases:
+        print("per partition phases (mean ms): " + ", ".join(f"{k[:-3]} {avg([f(r, k) for r in rows]):.0f}" for k in phases))
     print(f"daemon CPU time during the proofs: {cpu:.0f} core-s = {cpu / len(rows):.1f} core-s per partition "
           f"({cpu / wall:.1f} cores busy on average; all threads: synthesis, host-side proving, gRPC)")
 PY

@@ -134,6 +134,7 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
             prove_end: Instant::now(),
             device: proved.prove_timings.device,
             device_span: proved.prove_timings.device_span,
+            phases: proved.prove_timings.clone(),
         });
         sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
         let Some(all) = job.record(proved) else { continue };
