@@ -75,7 +75,7 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>, defer_ma
             (assignment, None)
         }
         Some(pc) => {
-            let (inputs, aux) = catch_panic(|| circuit.witness())
+            let (inputs, aux) = catch_panic(|| circuit.witness_sized(pc.num_inputs, pc.num_aux))
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
             if defer_matvec {

@@ -145,6 +145,14 @@ pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<(Vec<Fr>, Vec<Fr>), Synthes
     Ok((cs.inputs, cs.aux))
 }
 
+/// [`witness`] into vectors allocated up front for `num_inputs` inputs and `num_aux` aux
+/// variables (a pre-compiled circuit's sizes); the result is the same, only cheaper to make.
+pub fn witness_sized<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+    let mut cs = WitnessCs::with_capacity(num_inputs, num_aux);
+    circuit.synthesize(&mut cs)?;
+    Ok((cs.inputs, cs.aux))
+}
+
 /// The proving assignment of a witness without a, b, c: the witness checked against the
 /// pre-compiled sizes and the densities copied from them. What a backend that evaluates the
 /// matrices itself (on its device) takes; [`evaluate`] fills in a, b, c on the CPU.

@@ -24,6 +24,8 @@ pub trait PartitionCircuit: Send {
     fn synthesize(self: Box<Self>) -> Result<ProvingAssignment, SynthesisError>;
     /// Witness only, for the pre-compiled path: (inputs including ONE, aux).
     fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
+    /// [`PartitionCircuit::witness`] into vectors sized up front (from the PCE matrices).
+    fn witness_sized(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
     /// Record the R1CS structure (values are never computed).
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError>;
 }
@@ -38,6 +40,10 @@ impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
 
     fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
         cuzk_pce::witness(*self)
+    }
+
+    fn witness_sized(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        cuzk_pce::witness_sized(*self, num_inputs, num_aux)
     }
 
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {
