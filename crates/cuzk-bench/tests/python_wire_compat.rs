@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::fixtures::{make_fixture_set, DEFAULT_FIXTURE_DIR};
+use cuzk_filecoin::fixtures::shared_fixture_set;
 
 /// Pinned Python packages (grpcio's generated code checks it is at least grpcio-tools' version).
 const PY_PACKAGES: [&str; 3] = ["grpcio==1.71.0", "grpcio-tools==1.71.0", "protobuf==5.29.3"];
@@ -76,13 +76,7 @@ fn run_logged(what: &str, cmd: &mut Command, log: &Path, limit: Duration) -> (Ex
 
 /// The fixture set (made if absent), under the same lock the other test binaries use.
 fn fixture_dir() -> PathBuf {
-    let dir = PathBuf::from(std::env::var("CUZK_FIXTURES").unwrap_or_else(|_| DEFAULT_FIXTURE_DIR.into()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let lock = File::create(dir.with_extension("lock")).unwrap();
-    lock.lock().unwrap();
-    make_fixture_set(&dir, &|m| eprintln!("[fixtures] {m}")).expect("making the fixture set");
-    drop(lock);
-    dir
+    shared_fixture_set().expect("making the fixture set").0
 }
 
 /// `target/<profile>/` (where cargo put cuzk-bench, and where cuzk-daemon lives too).

@@ -6,12 +6,11 @@
 
 mod common;
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
-use cuzk_filecoin::fixtures::{make_fixture_set, Manifest, DEFAULT_FIXTURE_DIR};
+use cuzk_filecoin::fixtures::{shared_fixture_set, Manifest};
 use cuzk_proto::client::ProvingEngineClient;
 use cuzk_proto::v1::await_proof_response::Status;
 use cuzk_proto::v1::{
@@ -23,12 +22,7 @@ use tonic::transport::Channel;
 use tonic::Code;
 
 fn fixture() -> (PathBuf, Manifest) {
-    let dir = PathBuf::from(std::env::var("CUZK_FIXTURES").unwrap_or_else(|_| DEFAULT_FIXTURE_DIR.into()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let lock = File::create(dir.with_extension("lock")).unwrap();
-    lock.lock().unwrap();
-    let m = make_fixture_set(&dir, &|msg| eprintln!("[fixtures] {msg}")).expect("fixture set");
-    (dir, m)
+    shared_fixture_set().expect("fixture set")
 }
 
 fn wire(dir: &PathBuf, m: &Manifest, kind: ProofKind, request_id: &str, priority: i32) -> SubmitProofRequest {

@@ -4,20 +4,10 @@
 //! envelope); a damaged bare C1 JSON must fail with an error that says so.
 //! (Built without the `supraseal` feature here: bellperson's CPU prover.)
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use cuzk_filecoin::fixtures::{make_fixture_set, Manifest, DEFAULT_FIXTURE_DIR};
-
-fn fixture() -> (PathBuf, Manifest) {
-    let dir = PathBuf::from(std::env::var("CUZK_FIXTURES").unwrap_or_else(|_| DEFAULT_FIXTURE_DIR.into()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let lock = File::create(dir.with_extension("lock")).unwrap();
-    lock.lock().unwrap();
-    let manifest = make_fixture_set(&dir, &|m| eprintln!("[fixtures] {m}")).expect("making the fixture set");
-    (dir, manifest)
-}
+use cuzk_filecoin::fixtures::shared_fixture_set;
 
 fn peer(c1: &Path, params: &Path, extra: &[&str]) -> (bool, serde_json::Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_cuzk-peer-c2"))
@@ -36,7 +26,7 @@ fn peer(c1: &Path, params: &Path, extra: &[&str]) -> (bool, serde_json::Value) {
 
 #[test]
 fn proves_and_verifies_the_fixture_c1() {
-    let (dir, m) = fixture();
+    let (dir, m) = shared_fixture_set().expect("making the fixture set");
     let prover_id: String = m.prover_id().unwrap().iter().map(|b| format!("{b:02x}")).collect();
     let params = dir.join("params");
     let (ok, report) = peer(&dir.join(&m.porep_c1_envelope_file), &params, &["--prover-id", &prover_id]);

@@ -1,12 +1,11 @@
 //! Shared by the end-to-end tests: the 2 KiB fixture set (made once per machine, under a
 //! file lock so parallel test binaries do not generate it twice) and one engine over it.
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use cuzk_core::{Config, Engine};
-use cuzk_filecoin::fixtures::{make_fixture_set, Manifest, DEFAULT_FIXTURE_DIR};
+use cuzk_filecoin::fixtures::{shared_fixture_set, Manifest};
 
 pub struct Fixture {
     pub dir: PathBuf,
@@ -18,12 +17,7 @@ pub struct Fixture {
 pub fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = PathBuf::from(std::env::var("CUZK_FIXTURES").unwrap_or_else(|_| DEFAULT_FIXTURE_DIR.into()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let lock = File::create(dir.with_extension("lock")).unwrap();
-        lock.lock().unwrap();
-        let manifest = make_fixture_set(&dir, &|m| eprintln!("[fixtures] {m}")).expect("making the fixture set");
-        drop(lock);
+        let (dir, manifest) = shared_fixture_set().expect("making the fixture set");
         let mut config = Config::default();
         config.srs.param_dir = dir.join("params");
         let engine = Engine::new(config).unwrap();
