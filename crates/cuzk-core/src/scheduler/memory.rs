@@ -165,9 +165,10 @@ mod tests {
         let b = MemoryBudget::new(1 << 40, true);
         let c = CircuitId::parse("porep-32g").unwrap();
         assert!(b.estimate(c) > 16 << 30, "32 GiB PoRep partitions need >16 GiB");
-        // a, b, c made on the device: only the witness and scalar copies stay on the host.
+        // a, b, c made on the device: only the witness (3.9 GiB at 32 GiB, 4.0 GiB of RSS
+        // measured per partition) and at most B_G2's host scalars stay on the host.
         let device = MemoryBudget::new(1 << 40, false).estimate(c);
-        assert!(device < 9 << 30 && device > 7 << 30, "{device}");
+        assert!(device < 5 << 30 && device > 4 << 30, "{device}");
         b.observe(c, 1000);
         assert_eq!(b.estimate(c), working_set_bytes(1000, true));
         assert!(!MemoryBudget::new(1 << 30, true).fits(c));
