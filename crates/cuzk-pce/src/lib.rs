@@ -140,9 +140,7 @@ pub fn extract<C: Circuit<Fr>>(circuit: C) -> Result<PreCompiled, SynthesisError
 
 /// Compute `circuit`'s witness: (inputs including ONE at 0, aux).
 pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
-    let mut cs = WitnessCs::new_with_one();
-    circuit.synthesize(&mut cs)?;
-    Ok((cs.inputs, cs.aux))
+    witness_sized(circuit, 1, 0)
 }
 
 /// [`witness`] into vectors allocated up front for `num_inputs` inputs and `num_aux` aux

@@ -23,7 +23,7 @@ pub struct WitnessCs {
 impl WitnessCs {
     /// A witness with the constant-one input allocated as input 0.
     pub fn new_with_one() -> Self {
-        WitnessCs { inputs: vec![Fr::ONE], aux: Vec::new() }
+        Self::with_capacity(1, 0)
     }
 
     /// Like [`WitnessCs::new_with_one`], with room for the final sizes (known from the

@@ -1,8 +1,8 @@
 //! A per-partition timeline of the daemon's recent work, for throughput benchmarks: when each
 //! partition's synthesis ran, when it waited for and held a prover (and which device), as
 //! seconds since the scheduler started, and what the prover spent on each phase (uploads,
-//! device mat-vec, NTT, each MSM, in milliseconds). Kept in memory for the last `CAPACITY` partitions and
-//! served as CSV at HTTP `/timeline.csv`.
+//! device mat-vec, NTT, each MSM, in milliseconds). Kept in memory for the last `CAPACITY`
+//! partitions and served as CSV at HTTP `/timeline.csv`.
 
 use std::collections::VecDeque;
 use std::fmt::Write;
