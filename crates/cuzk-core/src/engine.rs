@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
-use cuzk_groth16::{ProveTimings, ProverBackend};
+use cuzk_groth16::{ProveTimings, ProverBackend, WorkLabel};
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -91,7 +91,8 @@ impl Engine {
                     }
                 }
             });
-            rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?)).collect()
+            let label = WorkLabel { job_id: "in-process".into(), proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into() };
+            rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?, &label)).collect()
         });
         let mut proved = proved?;
         proved.sort_by_key(|p| p.index);

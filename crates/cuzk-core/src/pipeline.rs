@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{catch_panic, Partition};
-use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness};
+use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness, WorkLabel};
 use cuzk_pce::PreCompiled;
 
 use crate::error::EngineError;
@@ -96,13 +96,14 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>, defer_ma
     Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start, via_pce: pce.is_some(), deferred_matrices })
 }
 
-/// Prove one synthesized partition with fresh randomness.
-pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition) -> Result<ProvedPartition, EngineError> {
+/// Prove one synthesized partition with fresh randomness. `label` names its job in the
+/// backend's device status.
+pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition, label: &WorkLabel) -> Result<ProvedPartition, EngineError> {
     let SynthesizedPartition { index, assignment, public_inputs, synthesis_time, deferred_matrices, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
     let (proof, prove_timings) = catch_panic(|| match &deferred_matrices {
-        Some(pc) => backend.prove_witness(&srs.srs, &**pc, assignment, rs),
-        None => backend.prove(&srs.srs, assignment, rs),
+        Some(pc) => backend.prove_witness(&srs.srs, &**pc, assignment, rs, label),
+        None => backend.prove(&srs.srs, assignment, rs, label),
     })
         .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))?
         .map_err(|source| EngineError::Prove { partition: index, source })?;

@@ -316,7 +316,7 @@ fn cuda_proofs_verify_on_every_path() {
                 let mut cs = ProvingAssignment::new_with_one();
                 circuit.clone().synthesize(&mut cs).unwrap();
                 cs.finish();
-                let (proof, t) = prover.prove(&srs, cs, Randomness::random(&mut r)).unwrap();
+                let (proof, t) = prover.prove(&srs, cs, Randomness::random(&mut r), &Default::default()).unwrap();
                 let ordinals: Vec<_> = prover.device_infos().iter().map(|d| d.ordinal).collect();
                 assert!(t.device.is_some_and(|d| ordinals.contains(&d)), "{what}: proved on {:?}, devices {ordinals:?}", t.device);
                 check_proof(&proof, &srs, &params, out, &format!("host path {what}"));
@@ -324,13 +324,14 @@ fn cuda_proofs_verify_on_every_path() {
                 // GPU-resident path: witness only, a, b, c by the device mat-vec.
                 let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
                 let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-                let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r)).unwrap();
+                let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r), &Default::default()).unwrap();
                 assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
                 check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));
                 // Both proofs counted (on whichever devices the prover chose), no failures.
                 let reports = prover.devices();
                 assert_eq!(reports.iter().map(|d| d.partitions_proved).sum::<u64>(), 2, "{what}");
                 assert_eq!(reports.iter().map(|d| d.failures).sum::<u64>(), 0, "{what}");
+                assert!(reports.iter().all(|d| d.current.is_none()), "an idle device names no job: {what}");
                 prover.forget_srs(&srs);
             }
         }
@@ -346,6 +347,6 @@ fn wrong_parameters_are_a_shape_error_on_the_gpu_too() {
     CubeChain { x0: Some(Fr::ONE), rounds: 40 }.synthesize(&mut cs).unwrap();
     cs.finish();
     let prover = CudaProver::new(CudaOptions::default()).unwrap();
-    let e = prover.prove(&srs, cs, Randomness::random(&mut r)).unwrap_err();
+    let e = prover.prove(&srs, cs, Randomness::random(&mut r), &Default::default()).unwrap_err();
     assert!(matches!(e, cuzk_groth16::ProveError::ShapeMismatch(_)), "{e}");
 }

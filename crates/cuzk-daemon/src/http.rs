@@ -70,6 +70,8 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
                 "memory_free_bytes": d.memory_free, "resident_bytes": d.resident_bytes,
                 "partitions_proved": d.partitions_proved, "failures": d.failures,
                 "busy_seconds": d.busy.as_secs_f64(), "active_partitions": d.active,
+                "current_job_id": d.current.as_ref().map(|c| c.job_id.as_str()),
+                "current_proof_kind": d.current.as_ref().map(|c| c.proof_kind.as_str()),
             })
         })
         .collect();

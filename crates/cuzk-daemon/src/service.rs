@@ -197,8 +197,8 @@ impl ProvingEngine for Service {
             })
             .collect();
         Ok(Response::new(GetStatusResponse {
-            // Empty on the CPU backend. The backend does not track which job a device is
-            // working on, so current_job_id / current_proof_kind stay empty.
+            // Empty on the CPU backend. current_job_id / current_proof_kind name the partition
+            // holding the device at this instant (empty when idle).
             gpus: st
                 .devices
                 .iter()
@@ -207,7 +207,8 @@ impl ProvingEngine for Service {
                     name: d.name.clone(),
                     vram_total_bytes: d.memory_total,
                     vram_free_bytes: d.memory_free,
-                    ..Default::default()
+                    current_job_id: d.current.as_ref().map(|c| c.job_id.clone()).unwrap_or_default(),
+                    current_proof_kind: d.current.as_ref().map(|c| c.proof_kind.clone()).unwrap_or_default(),
                 })
                 .collect(),
             loaded_srs,

@@ -22,7 +22,7 @@ pub mod verify;
 pub use assignment::ProvingAssignment;
 pub use blstrs::Scalar as Fr;
 pub use proof::{Proof, PROOF_BYTES};
-pub use prover::{CpuProver, DeviceReport, ProveError, ProveTimings, ProverBackend, Randomness};
+pub use prover::{CpuProver, DeviceReport, ProveError, ProveTimings, ProverBackend, Randomness, WorkLabel};
 pub use srs::{Srs, SrsError, SubgroupCheck, VerifyingKey};
 pub use srs_synthetic::SrsShape;
 pub use verify::PreparedVerifyingKey;

@@ -34,6 +34,14 @@ impl Randomness {
     }
 }
 
+/// Whose partition a backend is proving, for status reports ("device 0 is on job X"). It
+/// changes nothing in the proof.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkLabel {
+    pub job_id: String,
+    pub proof_kind: String,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
     #[error("assignment does not fit these parameters: {0} (wrong parameter file for this circuit?)")]
@@ -69,7 +77,7 @@ pub struct ProveTimings {
 /// A prover backend turns one synthesized partition into one proof.
 pub trait ProverBackend: Send + Sync {
     fn name(&self) -> String;
-    fn prove(&self, srs: &Srs, assignment: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError>;
+    fn prove(&self, srs: &Srs, assignment: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError>;
 
     /// How many partitions the backend proves well at once (the scheduler runs this many
     /// prover workers). None: the operator's `pipeline.prover_workers` decides.
@@ -101,6 +109,7 @@ pub trait ProverBackend: Send + Sync {
         _matrices: &(dyn std::any::Any + Send + Sync),
         _witness: ProvingAssignment,
         _rs: Randomness,
+        _label: &WorkLabel,
     ) -> Result<(Proof, ProveTimings), ProveError> {
         Err(ProveError::Backend { backend: self.name(), message: "this backend does not evaluate pre-compiled matrices".into() })
     }
@@ -122,6 +131,8 @@ pub struct DeviceReport {
     pub busy: Duration,
     /// Partitions on the device or waiting for it right now.
     pub active: usize,
+    /// The partition holding the device right now (None when idle).
+    pub current: Option<WorkLabel>,
 }
 
 /// The sizes of an assignment as the parameters must match them.
@@ -232,7 +243,7 @@ impl ProverBackend for CpuProver {
         "cpu".into()
     }
 
-    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, _label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let start = Instant::now();
         let shape = check_shape(srs, &w)?;
         let mut t = ProveTimings::default();

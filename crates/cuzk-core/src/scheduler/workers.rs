@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk_filecoin::Partition;
+use cuzk_groth16::WorkLabel;
 
 use super::job::{Job, Phase};
 use super::memory::Reservation;
@@ -116,7 +117,8 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
         }
         let (synthesis_start, synthesis_time) = (synthesized.synthesis_start, synthesized.synthesis_time);
         let prove_start = Instant::now();
-        let proved = match pipeline::prove(&*sh.backend, &srs, synthesized) {
+        let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into() };
+        let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
             Ok(p) => p,
             Err(e) => {
                 fail(sh, &job, &e);

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
 use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
-use cuzk_groth16::{CpuProver, DeviceReport, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs};
+use cuzk_groth16::{CpuProver, DeviceReport, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
 use cuzk_pce::PreCompiled;
 use group::Group;
 use parking_lot::Mutex;
@@ -75,6 +75,9 @@ struct Gpu {
     info: DeviceInfo,
     /// Held for the device-exclusive region of one partition.
     lock: Mutex<()>,
+    /// Who holds `lock`, for status reports. Kept apart from `lock` so that a status request
+    /// never waits seconds for a partition to release the device.
+    current: Mutex<Option<WorkLabel>>,
     /// Partitions using or waiting for this device.
     active: AtomicUsize,
     srs: Mutex<Vec<Arc<SrsOnDevice>>>,
@@ -84,6 +87,23 @@ struct Gpu {
     failures: AtomicU64,
     busy_ns: AtomicU64,
     health: DeviceHealth,
+}
+
+/// Names the partition holding a device in `Gpu::current`, and clears it on drop (a panic
+/// inside the device region included, so a status report never shows a stale job).
+struct Holder<'a>(&'a Mutex<Option<WorkLabel>>);
+
+impl<'a> Holder<'a> {
+    fn new(slot: &'a Mutex<Option<WorkLabel>>, label: &WorkLabel) -> Self {
+        *slot.lock() = Some(label.clone());
+        Holder(slot)
+    }
+}
+
+impl Drop for Holder<'_> {
+    fn drop(&mut self) {
+        *self.0.lock() = None;
+    }
 }
 
 pub struct CudaProver {
@@ -146,6 +166,7 @@ impl CudaProver {
             .map(|info| Gpu {
                 info,
                 lock: Mutex::new(()),
+                current: Mutex::new(None),
                 active: AtomicUsize::new(0),
                 srs: Mutex::new(Vec::new()),
                 pce: Mutex::new(Vec::new()),
@@ -279,7 +300,7 @@ impl CudaProver {
 
     /// Steps 1 and 2 on device `g` (already counted in its `active`): returns once the device
     /// is free again.
-    fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, w: &ProvingAssignment, pc: Option<&PreCompiled>) -> Result<GpuPhase, ProveError> {
+    fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, w: &ProvingAssignment, pc: Option<&PreCompiled>, label: &WorkLabel) -> Result<GpuPhase, ProveError> {
         let gpu = &self.gpus[g];
         let _active = Active(&gpu.active);
         let started = Instant::now();
@@ -316,6 +337,7 @@ impl CudaProver {
 
         let wait_start = Instant::now();
         let guard = gpu.lock.lock();
+        let holder = Holder::new(&gpu.current, label);
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
         let result = match &input {
@@ -323,7 +345,7 @@ impl CudaProver {
             DeviceInput::Host(h) => self.gpu_phase_host(g, srs, shape, h, &mut t),
         };
         let span_end = Instant::now();
-        drop(guard);
+        drop((holder, guard));
         gpu.busy_ns.fetch_add((span_end - span_start).as_nanos() as u64, Ordering::Relaxed);
         t.device_span = Some((span_start, span_end));
         match result {
@@ -359,14 +381,14 @@ impl CudaProver {
     }
 
     /// Try each device in order of load (at most two attempts), then the CPU.
-    fn prove_with(&self, srs: &Srs, shape: &Shape, w: ProvingAssignment, pc: Option<&PreCompiled>, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove_with(&self, srs: &Srs, shape: &Shape, w: ProvingAssignment, pc: Option<&PreCompiled>, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
         let mut last_err = None;
         for (attempt, &g) in order.iter().take(2).enumerate() {
             if attempt > 0 {
                 self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
             }
-            match self.start_on(g, srs, shape, &w, pc) {
+            match self.start_on(g, srs, shape, &w, pc, label) {
                 Ok(phase) => return Ok(self.finish(srs, phase, rs)),
                 Err(e) => {
                     // One retry: on the next device, or on the CPU when there is one device.
@@ -386,7 +408,7 @@ impl CudaProver {
                 .map_err(|e| ProveError::Backend { backend: "cpu".into(), message: e.to_string() })?,
             None => w,
         };
-        self.cpu.prove(srs, w, rs)
+        self.cpu.prove(srs, w, rs, label)
     }
 }
 
@@ -423,9 +445,9 @@ impl ProverBackend for CudaProver {
         format!("cuda[{}]", ords.join(","))
     }
 
-    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let shape = check_shape(srs, &w)?;
-        self.prove_with(srs, &shape, w, None, rs)
+        self.prove_with(srs, &shape, w, None, rs, label)
     }
 
     fn parallelism(&self) -> Option<usize> {
@@ -448,6 +470,7 @@ impl ProverBackend for CudaProver {
                     failures: g.failures.load(Ordering::Relaxed),
                     busy: Duration::from_nanos(g.busy_ns.load(Ordering::Relaxed)),
                     active: g.active.load(Ordering::Relaxed),
+                    current: g.current.lock().clone(),
                 }
             })
             .collect()
@@ -466,7 +489,7 @@ impl ProverBackend for CudaProver {
         self.options.device_matvec
     }
 
-    fn prove_witness(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), w: ProvingAssignment, rs: Randomness) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove_witness(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let pc = matrices.downcast_ref::<PreCompiled>().ok_or_else(|| ProveError::Backend {
             backend: self.name(),
             message: "prove_witness needs cuzk_pce::PreCompiled matrices".into(),
@@ -489,6 +512,28 @@ impl ProverBackend for CudaProver {
             pc.b_input_density.count_ones(),
             pc.b_aux_density.count_ones(),
         )?;
-        self.prove_with(srs, &shape, w, Some(pc), rs)
+        self.prove_with(srs, &shape, w, Some(pc), rs, label)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holder_names_the_partition_and_clears_even_on_panic() {
+        let slot = Mutex::new(None);
+        let label = WorkLabel { job_id: "porep-1".into(), proof_kind: "porep".into() };
+        {
+            let _h = Holder::new(&slot, &label);
+            assert_eq!(slot.lock().as_ref(), Some(&label));
+        }
+        assert_eq!(*slot.lock(), None);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _h = Holder::new(&slot, &label);
+            panic!("kernel launch failed");
+        }));
+        assert!(r.is_err());
+        assert_eq!(*slot.lock(), None, "a panic inside the device region must not leave a stale job");
     }
 }
