@@ -128,7 +128,7 @@ if rows:
     dev = [f(r, "device_end") - f(r, "device_start") for r in rows if r["device_start"]]
     held = f", device held {avg(dev):.2f} s" if dev else ""
     print(f"per partition (mean of {len(rows)}): synthesis {avg(synth):.2f} s, prover {avg(prove):.2f} s{held}")
-    phases = [k for k in ("upload_ms", "matvec_ms", "ntt_ms", "msm_h_ms", "msm_l_ms", "msm_a_ms", "msm_b_g1_ms", "msm_b_g2_ms") if k in rows[0]]
+    phases = [k for k in ("expand_ms", "upload_ms", "matvec_ms", "ntt_ms", "msm_h_ms", "msm_l_ms", "msm_a_ms", "msm_b_g1_ms", "msm_b_g2_ms") if k in rows[0]]
     if phases:
         print("per partition phases (mean ms): " + ", ".join(f"{k[:-3]} {avg([f(r, k) for r in rows]):.0f}" for k in phases))
     print(f"daemon CPU time during the proofs: {cpu:.0f} core-s = {cpu / len(rows):.1f} core-s per partition "

@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let req = request(dir, &manifest, kind)?;
         let plain = {
             let p = prepare(&req)?.partitions.remove(0);
-            pipeline::synthesize(p, None, false)?.assignment
+            p.circuit.synthesize()?
         };
         let prepared = prepare(&req)?;
         let (pc, _) = pce.get(prepared.circuit_id)?;

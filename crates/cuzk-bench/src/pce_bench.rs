@@ -51,23 +51,31 @@ fn witness_only(c1: &std::path::Path, registered_proof: u64, count: usize) -> an
     let job = job?;
     let sized_job = prepare(&req)?;
     eprintln!("{}: {} partitions, prepared in {}", job.circuit_id, job.partitions.len(), secs(prepare_time));
-    // Each partition twice: into growing vectors, then into vectors sized up front (what the
-    // engine does, the sizes coming from the PCE matrices; here from the first run).
-    let mut t = table(&["partition", "vectors", "witness wall", "CPU (all threads)", "inputs / aux"]);
+    // Each partition twice: into plain vectors grown as values come, then the way the engine
+    // does it — aux compact (2 bits per 0/1 value), sized from the first run — plus the
+    // expansion the prover stage does before proving.
+    let mut t = table(&["partition", "witness", "wall", "CPU (all threads)", "inputs / aux", "aux held"]);
     for (p, q) in job.partitions.into_iter().zip(sized_job.partitions).take(count) {
         let cpu0 = process_cpu();
         let (w, wall) = timed(|| p.circuit.witness());
         let cpu = process_cpu() - cpu0;
         let (inputs, aux) = w?;
         let (n_in, n_aux) = (inputs.len(), aux.len());
-        drop((inputs, aux));
-        t.add_row(vec![p.index.to_string(), "grown".into(), secs(wall), secs(cpu), format!("{n_in} / {n_aux}")]);
+        drop(inputs);
+        t.add_row(vec![p.index.to_string(), "plain, grown".into(), secs(wall), secs(cpu), format!("{n_in} / {n_aux}"), bytes(32 * n_aux as u64)]);
         let cpu0 = process_cpu();
-        let (w, wall) = timed(|| q.circuit.witness_sized(n_in, n_aux));
+        let (w, wall) = timed(|| q.circuit.witness_compact(n_in, n_aux));
         let cpu = process_cpu() - cpu0;
-        let (inputs, aux) = w?;
-        anyhow::ensure!((inputs.len(), aux.len()) == (n_in, n_aux), "sized witness has other lengths");
-        t.add_row(vec![q.index.to_string(), "sized".into(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), aux.len())]);
+        let (inputs, compact) = w?;
+        anyhow::ensure!((inputs.len(), compact.len()) == (n_in, n_aux), "compact witness has other lengths");
+        t.add_row(vec![q.index.to_string(), "compact".into(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), compact.len()), bytes(compact.heap_bytes())]);
+        let cpu0 = process_cpu();
+        let (expanded, wall) = timed(|| compact.to_vec());
+        let cpu = process_cpu() - cpu0;
+        anyhow::ensure!(expanded == aux, "the compact witness expands to other values than the plain one");
+        t.add_row(vec![q.index.to_string(), "  expand".into(), secs(wall), secs(cpu), String::new(), String::new()]);
+        eprintln!("partition {}: {} of {n_aux} aux values stored in full ({:.2} %), the rest are 0 or 1",
+            q.index, compact.num_others(), 100.0 * compact.num_others() as f64 / n_aux as f64);
     }
     println!("{t}");
     println!("({} threads available)", std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -78,13 +78,12 @@ impl Engine {
         let srs_load = if loaded_now { srs_start.elapsed() } else { Duration::ZERO };
 
         // Synthesis runs one partition ahead of proving.
-        let defer_matvec = self.backend.evaluates_matrices();
         let (tx, rx) = mpsc::sync_channel(1);
         let proved: Result<Vec<ProvedPartition>, EngineError> = std::thread::scope(|scope| {
             let partitions = prepared.partitions;
             scope.spawn(move || {
                 for p in partitions {
-                    let r = pipeline::synthesize(p, pce.as_ref(), defer_matvec);
+                    let r = pipeline::synthesize(p, pce.as_ref());
                     let stop = r.is_err();
                     if tx.send(r).is_err() || stop {
                         break;

@@ -9,38 +9,53 @@ use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{catch_panic, Partition};
 use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness, WorkLabel};
-use cuzk_pce::PreCompiled;
+use cuzk_pce::{CompactFrVec, PreCompiled};
 
 use crate::error::EngineError;
 use crate::srs_cache::LoadedSrs;
 use crate::synthetic::Verification;
 
+/// What synthesis leaves for the prover.
+pub enum Synthesized {
+    /// Plain synthesis: the full proving assignment, a, b, c included.
+    Full(ProvingAssignment),
+    /// The pre-compiled (PCE) path: the witness only, aux compact (2 bits per 0/1 value, ~2 %
+    /// of its plain size at 32 GiB). The prover stage expands it and evaluates a, b, c from
+    /// the matrices — on the host, or on the device for a backend that evaluates matrices —
+    /// so a partition waiting for a prover holds ~90 MB instead of 4–16 GB.
+    Witness { inputs: Vec<Fr>, aux: CompactFrVec, matrices: Arc<PreCompiled> },
+}
+
 /// A partition after synthesis: the prover's input.
 pub struct SynthesizedPartition {
     pub index: usize,
-    pub assignment: ProvingAssignment,
+    pub work: Synthesized,
     pub public_inputs: Vec<Fr>,
     pub synthesis_time: Duration,
     /// When synthesis started (timelines).
     pub synthesis_start: Instant,
-    /// Whether the pre-compiled (PCE) path produced it.
-    pub via_pce: bool,
-    /// Set when a, b, c were left for the backend to evaluate from these matrices on its
-    /// device (the assignment then holds the witness and densities only).
-    pub deferred_matrices: Option<Arc<PreCompiled>>,
 }
 
 impl SynthesizedPartition {
-    /// Constraints of the circuit (input rows included), also when a, b, c were deferred to
-    /// the backend.
-    pub fn num_constraints(&self) -> usize {
-        self.deferred_matrices.as_ref().map_or(self.assignment.num_constraints(), |pc| pc.num_constraints)
+    /// Whether the pre-compiled (PCE) path produced it.
+    pub fn via_pce(&self) -> bool {
+        matches!(self.work, Synthesized::Witness { .. })
     }
 
-    /// Approximate heap bytes held (a, b, c and the witness dominate).
+    /// Constraints of the circuit (input rows included).
+    pub fn num_constraints(&self) -> usize {
+        match &self.work {
+            Synthesized::Full(a) => a.num_constraints(),
+            Synthesized::Witness { matrices, .. } => matrices.num_constraints,
+        }
+    }
+
+    /// Heap bytes held while waiting for a prover (a, b, c and the witness dominate).
     pub fn heap_bytes(&self) -> u64 {
-        let w = &self.assignment;
-        (32 * (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len())) as u64
+        match &self.work {
+            Synthesized::Full(w) => (32 * (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len())) as u64,
+            Synthesized::Witness { inputs, aux, .. } => 32 * inputs.len() as u64 + aux.heap_bytes(),
+        }
     }
 }
 
@@ -53,60 +68,81 @@ pub struct ProvedPartition {
     pub prove_timings: ProveTimings,
 }
 
-/// Run the circuit into a proving assignment and check that the public inputs it allocated
-/// are the ones the request implies. A mismatch means the inputs are inconsistent, and it is
-/// caught here, before any proving time is spent on a proof that cannot verify.
+/// Run the circuit and check that the public inputs it allocated are the ones the request
+/// implies. A mismatch means the inputs are inconsistent, and it is caught here, before any
+/// proving time is spent on a proof that cannot verify.
 ///
-/// With `pce`, only the witness is computed and a, b, c come from the pre-compiled matrices
-/// (bit-identical to plain synthesis) — on the CPU here, or, with `defer_matvec` (a backend
-/// that evaluates matrices itself), later on the device; without, the circuit is
-/// synthesized in full.
-pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>, defer_matvec: bool) -> Result<SynthesizedPartition, EngineError> {
+/// With `pce`, only the witness is computed (a, b, c come from the pre-compiled matrices at
+/// the prover stage, bit-identical to plain synthesis); without, the circuit is synthesized
+/// in full.
+pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Result<SynthesizedPartition, EngineError> {
     let start = Instant::now();
     let Partition { index, circuit, public_inputs } = partition;
     let synthesis_error = |message: String| EngineError::Synthesis { partition: index, message };
     // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
     // error; that is bad input, and must not take the worker (or the daemon) down.
-    let (assignment, deferred_matrices) = match pce {
+    let (work, inputs) = match pce {
         None => {
             let assignment = catch_panic(|| circuit.synthesize())
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
-            (assignment, None)
+            let inputs = assignment.input_assignment.clone();
+            (Synthesized::Full(assignment), inputs)
         }
         Some(pc) => {
-            let (inputs, aux) = catch_panic(|| circuit.witness_sized(pc.num_inputs, pc.num_aux))
+            let (inputs, aux) = catch_panic(|| circuit.witness_compact(pc.num_inputs, pc.num_aux))
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
-            if defer_matvec {
-                let w = cuzk_pce::witness_assignment(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
-                (w, Some(pc.clone()))
-            } else {
-                let witness_time = start.elapsed();
-                let assignment = cuzk_pce::evaluate(pc, inputs, aux).map_err(|e| synthesis_error(e.to_string()))?;
-                tracing::debug!(partition = index, witness_ms = witness_time.as_millis() as u64,
-                    matvec_ms = (start.elapsed() - witness_time).as_millis() as u64, "PCE synthesis");
-                (assignment, None)
+            if inputs.len() != pc.num_inputs || aux.len() != pc.num_aux {
+                let e = cuzk_pce::PceError::WitnessLength { got_inputs: inputs.len(), got_aux: aux.len(), want_inputs: pc.num_inputs, want_aux: pc.num_aux };
+                return Err(synthesis_error(e.to_string()));
             }
+            tracing::debug!(partition = index, witness_ms = start.elapsed().as_millis() as u64,
+                stored_in_full = aux.num_others(), of = aux.len(), "PCE witness");
+            (Synthesized::Witness { inputs: inputs.clone(), aux, matrices: pc.clone() }, inputs)
         }
     };
-    if assignment.input_assignment.get(1..) != Some(&public_inputs[..]) {
+    if inputs.get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });
     }
-    Ok(SynthesizedPartition { index, assignment, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start, via_pce: pce.is_some(), deferred_matrices })
+    Ok(SynthesizedPartition { index, work, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start })
 }
 
 /// Prove one synthesized partition with fresh randomness. `label` names its job in the
-/// backend's device status.
+/// backend's device status. A compact witness is expanded here (timed as `witness_expand`)
+/// and its a, b, c evaluated by the backend on its device, or here on the host (timed as
+/// `matvec`).
 pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition, label: &WorkLabel) -> Result<ProvedPartition, EngineError> {
-    let SynthesizedPartition { index, assignment, public_inputs, synthesis_time, deferred_matrices, .. } = s;
+    let SynthesizedPartition { index, work, public_inputs, synthesis_time, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
-    let (proof, prove_timings) = catch_panic(|| match &deferred_matrices {
-        Some(pc) => backend.prove_witness(&srs.srs, &**pc, assignment, rs, label),
-        None => backend.prove(&srs.srs, assignment, rs, label),
+    let internal = |e: cuzk_pce::PceError| EngineError::Internal(format!("partition {index}: {e}"));
+    let prove_error = |source| EngineError::Prove { partition: index, source };
+    let proved = catch_panic(|| -> Result<(Proof, ProveTimings), EngineError> {
+        match work {
+            Synthesized::Full(assignment) => backend.prove(&srs.srs, assignment, rs, label).map_err(prove_error),
+            Synthesized::Witness { inputs, aux, matrices } => {
+                let started = Instant::now();
+                let aux = aux.to_vec();
+                let expanded = Instant::now();
+                let (witness_expand, on_device) = (expanded - started, backend.evaluates_matrices());
+                let (result, host_matvec) = if on_device {
+                    let w = cuzk_pce::witness_assignment(&matrices, inputs, aux).map_err(internal)?;
+                    (backend.prove_witness(&srs.srs, &*matrices, w, rs, label), Duration::ZERO)
+                } else {
+                    let w = cuzk_pce::evaluate(&matrices, inputs, aux).map_err(internal)?;
+                    let matvec = expanded.elapsed();
+                    (backend.prove(&srs.srs, w, rs, label), matvec)
+                };
+                let (proof, mut t) = result.map_err(prove_error)?;
+                t.witness_expand = witness_expand;
+                t.matvec += host_matvec;
+                t.total = started.elapsed();
+                Ok((proof, t))
+            }
+        }
     })
-        .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))?
-        .map_err(|source| EngineError::Prove { partition: index, source })?;
+    .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))??;
+    let (proof, prove_timings) = proved;
     Ok(ProvedPartition { index, proof, public_inputs, synthesis_time, prove_timings })
 }
 

@@ -63,7 +63,10 @@ pub struct ProveTimings {
     pub device_span: Option<(Instant, Instant)>,
     /// Host → device copies of a, b, c or the witness (GPU backends).
     pub upload: Duration,
-    /// a = A·w, b = B·w, c = C·w on the device (GPU-resident PCE path only).
+    /// Expanding a compact witness before proving (PCE path; set by the engine).
+    pub witness_expand: Duration,
+    /// a = A·w, b = B·w, c = C·w from pre-compiled matrices: on the device (GPU-resident
+    /// path), or on the host just before proving (set by the engine).
     pub matvec: Duration,
     pub ntt: Duration,
     pub msm_h: Duration,

@@ -16,6 +16,7 @@
 //! * [`cache`] — the versioned, checksummed, memory-mapped cache file.
 
 pub mod cache;
+pub mod compact;
 pub mod matrix;
 pub mod recording;
 pub mod witness;
@@ -26,9 +27,10 @@ use cuzk_groth16::density::Density;
 use cuzk_groth16::{ProvingAssignment, SrsShape};
 
 pub use cache::CacheError;
+pub use compact::CompactFrVec;
 pub use matrix::{Column, Csr};
 pub use recording::RecordingCs;
-pub use witness::WitnessCs;
+pub use witness::{AuxValues, WitnessCs};
 
 /// One circuit type's R1CS, recorded once, including Groth16's appended input rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,7 +148,15 @@ pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<(Vec<Fr>, Vec<Fr>), Synthes
 /// [`witness`] into vectors allocated up front for `num_inputs` inputs and `num_aux` aux
 /// variables (a pre-compiled circuit's sizes); the result is the same, only cheaper to make.
 pub fn witness_sized<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
-    let mut cs = WitnessCs::with_capacity(num_inputs, num_aux);
+    let mut cs = WitnessCs::<Vec<Fr>>::with_capacity(num_inputs, num_aux);
+    circuit.synthesize(&mut cs)?;
+    Ok((cs.inputs, cs.aux))
+}
+
+/// [`witness_sized`] with the aux values left compact (see [`CompactFrVec`]): what a
+/// partition holds while it waits for a prover. `aux.to_vec()` gives the plain vector.
+pub fn witness_compact<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+    let mut cs = WitnessCs::<CompactFrVec>::with_capacity(num_inputs, num_aux);
     circuit.synthesize(&mut cs)?;
     Ok((cs.inputs, cs.aux))
 }

@@ -10,34 +10,76 @@
 //! different allocation path for witness generators, and the witness must be laid out
 //! exactly as the recorded structure (made by a non-generator) expects.
 
+//!
+//! The aux values go into an [`AuxValues`] store: a plain `Vec<Fr>`, or a [`CompactFrVec`]
+//! (2 bits for each 0 or 1): at 32 GiB ~90 MB instead of 4.2 GB per partition.
+
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
 
-#[derive(Clone, Debug, Default)]
-pub struct WitnessCs {
-    pub inputs: Vec<Fr>,
-    pub aux: Vec<Fr>,
+use crate::compact::CompactFrVec;
+
+/// Where [`WitnessCs`] puts aux values.
+pub trait AuxValues: Default + Clone + Send {
+    fn with_capacity(n: usize) -> Self;
+    fn push(&mut self, v: Fr);
+    fn len(&self) -> usize;
+    fn append(&mut self, other: &Self);
 }
 
-impl WitnessCs {
+impl AuxValues for Vec<Fr> {
+    fn with_capacity(n: usize) -> Self {
+        Vec::with_capacity(n)
+    }
+    fn push(&mut self, v: Fr) {
+        Vec::push(self, v)
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn append(&mut self, other: &Self) {
+        self.extend_from_slice(other)
+    }
+}
+
+impl AuxValues for CompactFrVec {
+    fn with_capacity(n: usize) -> Self {
+        CompactFrVec::with_capacity(n)
+    }
+    fn push(&mut self, v: Fr) {
+        CompactFrVec::push(self, v)
+    }
+    fn len(&self) -> usize {
+        CompactFrVec::len(self)
+    }
+    fn append(&mut self, other: &Self) {
+        CompactFrVec::append(self, other)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct WitnessCs<S: AuxValues = Vec<Fr>> {
+    pub inputs: Vec<Fr>,
+    pub aux: S,
+}
+
+impl<S: AuxValues> WitnessCs<S> {
     /// A witness with the constant-one input allocated as input 0.
     pub fn new_with_one() -> Self {
         Self::with_capacity(1, 0)
     }
 
     /// Like [`WitnessCs::new_with_one`], with room for the final sizes (known from the
-    /// pre-compiled matrices). At 32 GiB the aux vector is 4 GiB; grown by doubling, about
-    /// twice that is first-touched (and zeroed by the kernel) and copied on the way. Measured
-    /// on a 32 GiB PoRep partition (dev box): 46.2 → 43.6 CPU-s of witness generation.
+    /// pre-compiled matrices), so the vectors are not regrown and copied on the way.
     pub fn with_capacity(inputs: usize, aux: usize) -> Self {
-        let mut cs = WitnessCs { inputs: Vec::with_capacity(inputs.max(1)), aux: Vec::with_capacity(aux) };
+        let mut cs = WitnessCs { inputs: Vec::with_capacity(inputs.max(1)), aux: S::with_capacity(aux) };
         cs.inputs.push(Fr::ONE);
         cs
     }
 }
 
-impl ConstraintSystem<Fr> for WitnessCs {
+impl<S: AuxValues> ConstraintSystem<Fr> for WitnessCs<S> {
     type Root = Self;
 
     fn new() -> Self {
@@ -50,8 +92,8 @@ impl ConstraintSystem<Fr> for WitnessCs {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+        AuxValues::push(&mut self.aux, f()?);
+        Ok(Variable::new_unchecked(Index::Aux(AuxValues::len(&self.aux) - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -94,6 +136,6 @@ impl ConstraintSystem<Fr> for WitnessCs {
     /// As `ProvingAssignment::extend`: `other`'s input 0 is its temporary ONE (our input 0).
     fn extend(&mut self, other: &Self) {
         self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
-        self.aux.extend_from_slice(&other.aux);
+        AuxValues::append(&mut self.aux, &other.aux);
     }
 }

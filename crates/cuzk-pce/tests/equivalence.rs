@@ -9,7 +9,7 @@ use std::time::Instant;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use common::*;
-use cuzk_pce::{evaluate, extract, first_unsatisfied, witness, witness_sized, Column, PceError};
+use cuzk_pce::{evaluate, extract, first_unsatisfied, witness, witness_compact, witness_sized, Column, PceError};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -168,17 +168,20 @@ fn random_circuits_match_plain_synthesis() {
     assert!(constraints > 5000, "{constraints}");
 }
 
-/// Witness generation into vectors sized up front (the engine's path, sizes from the matrices)
-/// gives exactly the grown vectors' values, and never reallocates.
+/// Witness generation into vectors sized up front (sizes from the matrices) gives exactly the
+/// grown vectors' values, and never reallocates; the compact witness (the engine's path,
+/// including circuits that `extend`) expands to the same values.
 #[test]
-fn sized_witness_equals_grown_witness() {
+fn sized_and_compact_witnesses_equal_grown_witness() {
     for seed in 0..100u64 {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let real = Random { ops: random_ops(&mut rng, 0, true), blank: false };
         let pc = extract(real.clone()).unwrap();
         let grown = witness(real.clone()).unwrap();
-        let sized = witness_sized(real, pc.num_inputs, pc.num_aux).unwrap();
+        let sized = witness_sized(real.clone(), pc.num_inputs, pc.num_aux).unwrap();
         assert_eq!(grown, sized, "seed {seed}");
+        let (inputs, compact) = witness_compact(real, pc.num_inputs, pc.num_aux).unwrap();
+        assert_eq!((&inputs, compact.to_vec()), (&grown.0, grown.1.clone()), "compact, seed {seed}");
         assert_eq!((sized.0.capacity(), sized.1.capacity()), (pc.num_inputs.max(1), pc.num_aux), "seed {seed}");
     }
 }

@@ -25,7 +25,7 @@ use cuzk_groth16::{DeviceReport, ProverBackend};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
-pub use memory::{working_set_bytes, MemoryBudget};
+pub use memory::{working_set_bytes, Estimate, MemoryBudget};
 use queue::{WorkKey, WorkQueue};
 use workers::{ReadyWork, Work};
 
@@ -133,9 +133,11 @@ impl Scheduler {
         // A GPU backend knows how many partitions it proves well at once (devices × workers
         // per device); the CPU backend leaves it to pipeline.prover_workers.
         let prover_workers = backend.parallelism().unwrap_or(config.pipeline.prover_workers);
-        // With PCE and a backend that evaluates the matrices on its device, a, b, c never
-        // occupy host memory, and the budget must not reserve them.
+        // With PCE, partitions wait as compact witnesses; with a backend that also evaluates
+        // the matrices on its device, a, b, c never occupy host memory, and the budget must
+        // not reserve them.
         let host_abc = !(config.pce.enabled && backend.evaluates_matrices());
+        let memory = MemoryBudget::new(limit, host_abc, config.pce.enabled, prover_workers);
         let started = Instant::now();
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),
@@ -143,7 +145,7 @@ impl Scheduler {
             srs: SrsCache::from_config(&config),
             pce: PceCache::from_config(&config),
             backend,
-            memory: MemoryBudget::new(limit, host_abc),
+            memory,
             metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
             pending: WorkQueue::default(),
             ready: WorkQueue::default(),
@@ -191,8 +193,10 @@ impl Scheduler {
         let circuit = prepared.circuit_id;
         if !sh.memory.fits(circuit) {
             return Err(SubmitError::ResourceExhausted(format!(
-                "one {circuit} partition needs about {} MiB of working memory but the budget is {} MiB (memory.budget_bytes)",
-                sh.memory.estimate(circuit) >> 20,
+                "one {circuit} partition needs about {} MiB of working memory, and each of the {} prover workers {} MiB more, but the budget is {} MiB (memory.budget_bytes)",
+                sh.memory.estimate(circuit).waiting >> 20,
+                sh.prover_workers,
+                sh.memory.estimate(circuit).proving >> 20,
                 sh.memory.limit() >> 20
             )));
         }

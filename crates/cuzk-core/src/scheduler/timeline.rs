@@ -53,7 +53,7 @@ impl Timeline {
         let secs = |t: Instant| format!("{:.4}", t.saturating_duration_since(self.origin).as_secs_f64());
         let mut out = String::from(
             "job,kind,partition,synthesis_start,synthesis_end,prove_start,prove_end,device,device_start,device_end,\
-             upload_ms,matvec_ms,ntt_ms,msm_h_ms,msm_l_ms,msm_a_ms,msm_b_g1_ms,msm_b_g2_ms\n",
+             expand_ms,upload_ms,matvec_ms,ntt_ms,msm_h_ms,msm_l_ms,msm_a_ms,msm_b_g1_ms,msm_b_g2_ms\n",
         );
         let ms = |d: std::time::Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
         for e in self.entries.lock().iter() {
@@ -61,7 +61,7 @@ impl Timeline {
             let p = &e.phases;
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 e.job,
                 e.kind,
                 e.partition,
@@ -72,6 +72,7 @@ impl Timeline {
                 e.device.map_or(String::new(), |d| d.to_string()),
                 ds,
                 de,
+                ms(p.witness_expand),
                 ms(p.upload),
                 ms(p.matvec),
                 ms(p.ntt),
@@ -107,7 +108,7 @@ mod tests {
                 prove_end: at(3.0),
                 device: (i % 2 == 0).then_some(1),
                 device_span: (i % 2 == 0).then(|| (at(2.6), at(2.9))),
-                phases: ProveTimings { matvec: Duration::from_micros(1500), msm_b_g2: Duration::from_millis(7), ..Default::default() },
+                phases: ProveTimings { witness_expand: Duration::from_millis(2), matvec: Duration::from_micros(1500), msm_b_g2: Duration::from_millis(7), ..Default::default() },
             });
         }
         let csv = tl.csv();
@@ -115,8 +116,8 @@ mod tests {
         assert_eq!(lines.len(), CAPACITY + 1);
         assert!(lines[1].starts_with("j3,porep,3,1.0000,2.0000,2.5000,3.0000,,,"), "{}", lines[1]);
         assert!(lines[2].starts_with("j4,porep,4,1.0000,2.0000,2.5000,3.0000,1,2.6000,2.9000"), "{}", lines[2]);
-        // Phase columns: upload, mat-vec, NTT, H, L, A, B_G1, B_G2 in milliseconds.
-        assert!(lines[2].ends_with(",0.0,1.5,0.0,0.0,0.0,0.0,0.0,7.0"), "{}", lines[2]);
+        // Phase columns: expand, upload, mat-vec, NTT, H, L, A, B_G1, B_G2 in milliseconds.
+        assert!(lines[2].ends_with(",2.0,0.0,1.5,0.0,0.0,0.0,0.0,0.0,7.0"), "{}", lines[2]);
         assert_eq!(lines[0].split(',').count(), lines[2].split(',').count());
     }
 }

@@ -11,7 +11,7 @@ mod snap;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use cuzk_groth16::{Fr, ProvingAssignment};
-use cuzk_pce::PreCompiled;
+use cuzk_pce::{CompactFrVec, PreCompiled};
 
 use crate::error::InputError;
 use crate::registry::{CircuitId, Registered};
@@ -24,8 +24,9 @@ pub trait PartitionCircuit: Send {
     fn synthesize(self: Box<Self>) -> Result<ProvingAssignment, SynthesisError>;
     /// Witness only, for the pre-compiled path: (inputs including ONE, aux).
     fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
-    /// [`PartitionCircuit::witness`] into vectors sized up front (from the PCE matrices).
-    fn witness_sized(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
+    /// [`PartitionCircuit::witness`] with the aux values compact (2 bits per 0/1 value) and
+    /// the vectors sized up front from the PCE matrices: what the engine keeps per partition.
+    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError>;
     /// Record the R1CS structure (values are never computed).
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError>;
 }
@@ -42,8 +43,8 @@ impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
         cuzk_pce::witness(*self)
     }
 
-    fn witness_sized(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
-        cuzk_pce::witness_sized(*self, num_inputs, num_aux)
+    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+        cuzk_pce::witness_compact(*self, num_inputs, num_aux)
     }
 
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {

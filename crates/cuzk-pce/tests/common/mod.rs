@@ -17,11 +17,12 @@ pub fn plain<C: Circuit<Fr>>(c: C) -> ProvingAssignment {
     cs
 }
 
-/// Structure from `blank`, witness from `real`, then evaluate.
+/// Structure from `blank`, witness from `real` (compact, then expanded, as the engine does),
+/// then evaluate.
 pub fn via_pce<C: Circuit<Fr>>(blank: C, real: C) -> ProvingAssignment {
     let pc = cuzk_pce::extract(blank).unwrap();
-    let (inputs, aux) = cuzk_pce::witness(real).unwrap();
-    cuzk_pce::evaluate(&pc, inputs, aux).unwrap()
+    let (inputs, aux) = cuzk_pce::witness_compact(real, pc.num_inputs, pc.num_aux).unwrap();
+    cuzk_pce::evaluate(&pc, inputs, aux.to_vec()).unwrap()
 }
 
 pub fn assert_same(want: &ProvingAssignment, got: &ProvingAssignment, what: &str) {
