@@ -86,11 +86,14 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
             Ok(s) => {
                 let path = if s.via_pce() { "pce" } else { "plain" };
                 sh.metrics.synthesized.with_label_values(&[path]).inc();
-                // Hold what the partition really holds while it waits (the compact witness is
-                // ~2 % of the plain one at 32 GiB; the first estimate assumed all of it).
+                // A compact witness: hold what it really holds while it waits (~2 % of the
+                // plain one at 32 GiB; the first estimate assumed all of it). A full assignment
+                // keeps its estimate, which also covers the prover's copies.
                 let held = s.heap_bytes();
                 sh.memory.observe(job.circuit, s.num_constraints(), held);
-                memory.resize(held);
+                if s.via_pce() {
+                    memory.resize(held);
+                }
                 sh.metrics.synthesis_seconds.with_label_values(&[job.kind.name()]).observe(s.synthesis_time.as_secs_f64());
                 if job.is_cancelled_or_done() {
                     continue;
