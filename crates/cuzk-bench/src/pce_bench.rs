@@ -49,13 +49,13 @@ fn witness_only(c1: &std::path::Path, registered_proof: u64, count: usize) -> an
     };
     let (job, prepare_time) = timed(|| prepare(&req));
     let job = job?;
-    let sized_job = prepare(&req)?;
+    let compact_job = prepare(&req)?;
     eprintln!("{}: {} partitions, prepared in {}", job.circuit_id, job.partitions.len(), secs(prepare_time));
     // Each partition twice: into plain vectors grown as values come, then the way the engine
     // does it — aux compact (2 bits per 0/1 value), sized from the first run — plus the
     // expansion the prover stage does before proving.
     let mut t = table(&["partition", "witness", "wall", "CPU (all threads)", "inputs / aux", "aux held"]);
-    for (p, q) in job.partitions.into_iter().zip(sized_job.partitions).take(count) {
+    for (p, q) in job.partitions.into_iter().zip(compact_job.partitions).take(count) {
         let cpu0 = process_cpu();
         let (w, wall) = timed(|| p.circuit.witness());
         let cpu = process_cpu() - cpu0;

@@ -81,26 +81,26 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
     let synthesis_error = |message: String| EngineError::Synthesis { partition: index, message };
     // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
     // error; that is bad input, and must not take the worker (or the daemon) down.
-    let (work, inputs) = match pce {
+    let work = match pce {
         None => {
             let assignment = catch_panic(|| circuit.synthesize())
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
-            let inputs = assignment.input_assignment.clone();
-            (Synthesized::Full(assignment), inputs)
+            Synthesized::Full(assignment)
         }
         Some(pc) => {
             let (inputs, aux) = catch_panic(|| circuit.witness_compact(pc.num_inputs, pc.num_aux))
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
-            if inputs.len() != pc.num_inputs || aux.len() != pc.num_aux {
-                let e = cuzk_pce::PceError::WitnessLength { got_inputs: inputs.len(), got_aux: aux.len(), want_inputs: pc.num_inputs, want_aux: pc.num_aux };
-                return Err(synthesis_error(e.to_string()));
-            }
+            pc.check_witness_len(inputs.len(), aux.len()).map_err(|e| synthesis_error(e.to_string()))?;
             tracing::debug!(partition = index, witness_ms = start.elapsed().as_millis() as u64,
                 stored_in_full = aux.num_others(), of = aux.len(), "PCE witness");
-            (Synthesized::Witness { inputs: inputs.clone(), aux, matrices: pc.clone() }, inputs)
+            Synthesized::Witness { inputs, aux, matrices: pc.clone() }
         }
+    };
+    let inputs = match &work {
+        Synthesized::Full(a) => &a.input_assignment,
+        Synthesized::Witness { inputs, .. } => inputs,
     };
     if inputs.get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });

@@ -87,6 +87,15 @@ impl std::fmt::Display for PceStats {
 }
 
 impl PreCompiled {
+    /// Whether a witness of these lengths belongs to this circuit (or the circuit's shape
+    /// depends on its values, which a Groth16 circuit must not).
+    pub fn check_witness_len(&self, num_inputs: usize, num_aux: usize) -> Result<(), PceError> {
+        if num_inputs != self.num_inputs || num_aux != self.num_aux {
+            return Err(PceError::WitnessLength { got_inputs: num_inputs, got_aux: num_aux, want_inputs: self.num_inputs, want_aux: self.num_aux });
+        }
+        Ok(())
+    }
+
     /// The sizes this circuit's Groth16 parameters must have (counts and densities are
     /// exactly what synthesis produces, so no proof needs to be synthesized to know them).
     pub fn srs_shape(&self) -> SrsShape {
@@ -165,14 +174,7 @@ pub fn witness_compact<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: u
 /// pre-compiled sizes and the densities copied from them. What a backend that evaluates the
 /// matrices itself (on its device) takes; [`evaluate`] fills in a, b, c on the CPU.
 pub fn witness_assignment(pc: &PreCompiled, inputs: Vec<Fr>, aux: Vec<Fr>) -> Result<ProvingAssignment, PceError> {
-    if inputs.len() != pc.num_inputs || aux.len() != pc.num_aux {
-        return Err(PceError::WitnessLength {
-            got_inputs: inputs.len(),
-            got_aux: aux.len(),
-            want_inputs: pc.num_inputs,
-            want_aux: pc.num_aux,
-        });
-    }
+    pc.check_witness_len(inputs.len(), aux.len())?;
     Ok(ProvingAssignment {
         a_aux_density: pc.a_aux_density.clone(),
         b_input_density: pc.b_input_density.clone(),

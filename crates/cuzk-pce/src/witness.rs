@@ -9,7 +9,6 @@
 //! (`is_witness_generator` = false, the default): gadgets such as neptune's Poseidon take a
 //! different allocation path for witness generators, and the witness must be laid out
 //! exactly as the recorded structure (made by a non-generator) expects.
-
 //!
 //! The aux values go into an [`AuxValues`] store: a plain `Vec<Fr>`, or a [`CompactFrVec`]
 //! (2 bits for each 0 or 1): at 32 GiB ~90 MB instead of 4.2 GB per partition.

@@ -192,11 +192,12 @@ impl Scheduler {
         let prepared = prepare(&req)?;
         let circuit = prepared.circuit_id;
         if !sh.memory.fits(circuit) {
+            let e = sh.memory.estimate(circuit);
             return Err(SubmitError::ResourceExhausted(format!(
                 "one {circuit} partition needs about {} MiB of working memory, and each of the {} prover workers {} MiB more, but the budget is {} MiB (memory.budget_bytes)",
-                sh.memory.estimate(circuit).waiting >> 20,
+                e.waiting >> 20,
                 sh.prover_workers,
-                sh.memory.estimate(circuit).proving >> 20,
+                e.proving >> 20,
                 sh.memory.limit() >> 20
             )));
         }
