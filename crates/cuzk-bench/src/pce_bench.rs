@@ -49,26 +49,37 @@ fn witness_only(c1: &std::path::Path, registered_proof: u64, count: usize) -> an
     };
     let (job, prepare_time) = timed(|| prepare(&req));
     let job = job?;
+    let gadget_job = prepare(&req)?;
     let compact_job = prepare(&req)?;
     eprintln!("{}: {} partitions, prepared in {}", job.circuit_id, job.partitions.len(), secs(prepare_time));
-    // Each partition twice: into plain vectors grown as values come, then the way the engine
-    // does it — aux compact (2 bits per 0/1 value), sized from the first run — plus the
-    // expansion the prover stage does before proving.
+    // Each partition three times: through every gadget of the circuit (storage-proofs'
+    // synthesis, witness only) and natively (PoRep labels computed without the SHA-256
+    // gadget), both into plain vectors grown as values come, and checked equal; then the way
+    // the engine does it — native, aux compact (2 bits per 0/1 value), sized from the first
+    // run — plus the expansion the prover stage does before proving.
     let mut t = table(&["partition", "witness", "wall", "CPU (all threads)", "inputs / aux", "aux held"]);
-    for (p, q) in job.partitions.into_iter().zip(compact_job.partitions).take(count) {
+    let partitions = job.partitions.into_iter().zip(gadget_job.partitions).zip(compact_job.partitions);
+    for ((p, g), q) in partitions.take(count) {
+        let cpu0 = process_cpu();
+        let (w, wall) = timed(|| g.circuit.witness_by_gadgets());
+        let cpu = process_cpu() - cpu0;
+        let (gadget_inputs, gadget_aux) = w?;
+        t.add_row(vec![g.index.to_string(), "gadgets, plain".into(), secs(wall), secs(cpu), format!("{} / {}", gadget_inputs.len(), gadget_aux.len()), bytes(32 * gadget_aux.len() as u64)]);
         let cpu0 = process_cpu();
         let (w, wall) = timed(|| p.circuit.witness());
         let cpu = process_cpu() - cpu0;
         let (inputs, aux) = w?;
+        anyhow::ensure!(inputs == gadget_inputs && aux == gadget_aux, "the native witness differs from the gadgets' one");
+        drop((gadget_inputs, gadget_aux));
         let (n_in, n_aux) = (inputs.len(), aux.len());
         drop(inputs);
-        t.add_row(vec![p.index.to_string(), "plain, grown".into(), secs(wall), secs(cpu), format!("{n_in} / {n_aux}"), bytes(32 * n_aux as u64)]);
+        t.add_row(vec![p.index.to_string(), "native, plain".into(), secs(wall), secs(cpu), format!("{n_in} / {n_aux}"), bytes(32 * n_aux as u64)]);
         let cpu0 = process_cpu();
         let (w, wall) = timed(|| q.circuit.witness_compact(n_in, n_aux));
         let cpu = process_cpu() - cpu0;
         let (inputs, compact) = w?;
         anyhow::ensure!((inputs.len(), compact.len()) == (n_in, n_aux), "compact witness has other lengths");
-        t.add_row(vec![q.index.to_string(), "compact".into(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), compact.len()), bytes(compact.heap_bytes())]);
+        t.add_row(vec![q.index.to_string(), "native, compact".into(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), compact.len()), bytes(compact.heap_bytes())]);
         // Twice: the first expansion may be the first touch of fresh memory (expensive in a
         // VM); the second reuses memory the process had, as a running daemon does.
         for label in ["  expand", "  expand again"] {

@@ -68,6 +68,15 @@ impl CompactFrVec {
             self.others.push(v);
             TAG_OTHER
         };
+        self.push_tag(tag);
+    }
+
+    /// Push 0 or 1.
+    pub fn push_bit(&mut self, bit: bool) {
+        self.push_tag(if bit { TAG_ONE } else { TAG_ZERO });
+    }
+
+    fn push_tag(&mut self, tag: u64) {
         let slot = self.len % PER_WORD;
         if slot == 0 {
             self.tags.push(0);

@@ -23,6 +23,10 @@ use crate::compact::CompactFrVec;
 pub trait AuxValues: Default + Clone + Send {
     fn with_capacity(n: usize) -> Self;
     fn push(&mut self, v: Fr);
+    /// Push 0 or 1 (what most aux values are); witness code that knows it has a bit says so.
+    fn push_bit(&mut self, bit: bool) {
+        self.push(if bit { Fr::ONE } else { Fr::ZERO })
+    }
     fn len(&self) -> usize;
     fn append(&mut self, other: &Self);
 }
@@ -48,6 +52,9 @@ impl AuxValues for CompactFrVec {
     }
     fn push(&mut self, v: Fr) {
         CompactFrVec::push(self, v)
+    }
+    fn push_bit(&mut self, bit: bool) {
+        CompactFrVec::push_bit(self, bit)
     }
     fn len(&self) -> usize {
         CompactFrVec::len(self)

@@ -6,6 +6,7 @@
 //! behind [`PartitionCircuit`] so the engine can schedule partitions of any proof type alike.
 
 pub(crate) mod porep;
+mod porep_witness;
 mod post;
 mod snap;
 
@@ -29,6 +30,10 @@ pub trait PartitionCircuit: Send {
     fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError>;
     /// Record the R1CS structure (values are never computed).
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError>;
+    /// [`PartitionCircuit::witness`] computed by running every gadget of the circuit, even
+    /// where `witness` takes a faster native path (PoRep): the reference that path is
+    /// checked and benchmarked against.
+    fn witness_by_gadgets(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
 }
 
 impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
@@ -49,6 +54,10 @@ impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
 
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {
         cuzk_pce::extract(*self)
+    }
+
+    fn witness_by_gadgets(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        cuzk_pce::witness(*self)
     }
 }
 

@@ -10,11 +10,15 @@ use filecoin_proofs::parameters::setup_params;
 use filecoin_proofs::{as_safe_commitment, with_shape, VanillaSealProof};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
+use bellpepper_core::SynthesisError;
+use cuzk_pce::{AuxValues, CompactFrVec, PreCompiled, WitnessCs};
+use storage_proofs_porep::stacked::StackedCircuit;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
-use super::{circuit_error, Partition};
+use super::porep_witness::{synthesize_witness, PartitionInputs};
+use super::{circuit_error, Partition, PartitionCircuit};
 use crate::error::InputError;
 use crate::request::ProofRequest;
 
@@ -68,58 +72,114 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
     registered: RegisteredSealProof,
     c1: SealCommitPhase1Output,
 ) -> Result<Vec<Partition>, InputError> {
-    let config = registered.as_v1_config();
-    let partitions = usize::from(config.partitions);
-    let vanilla: Vec<Vec<VanillaSealProof<Tree>>> = c1
-        .vanilla_proofs
-        .try_into()
-        .map_err(|e: anyhow::Error| InputError::Invalid { what: "C1 vanilla proofs", reason: format!("{e:#}") })?;
-    if vanilla.len() != partitions || vanilla.iter().any(|p| p.is_empty()) {
-        return Err(InputError::WrongCount {
-            what: "non-empty partitions of vanilla proofs in C1",
-            expected: partitions.to_string(),
-            got: vanilla.iter().filter(|p| !p.is_empty()).count(),
-        });
+    let (sector, vanilla) = Sector::<Tree>::decode(registered, c1)?;
+    vanilla.iter().enumerate().map(|(k, proofs)| sector.partition(k, proofs)).collect()
+}
+
+/// What every partition of one sector's C2 shares.
+pub(crate) struct Sector<Tree: 'static + MerkleTreeTrait> {
+    public_inputs: stacked::PublicInputs<<Tree::Hasher as filecoin_hashers::Hasher>::Domain, DefaultPieceDomain>,
+    vanilla_params: stacked::PublicParams<Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
+    /// The sector's public inputs and parameters, and the vanilla proofs of each partition.
+    pub(crate) fn decode(
+        registered: RegisteredSealProof,
+        c1: SealCommitPhase1Output,
+    ) -> Result<(Self, Vec<Vec<VanillaSealProof<Tree>>>), InputError> {
+        let config = registered.as_v1_config();
+        let partitions = usize::from(config.partitions);
+        let vanilla: Vec<Vec<VanillaSealProof<Tree>>> = c1
+            .vanilla_proofs
+            .try_into()
+            .map_err(|e: anyhow::Error| InputError::Invalid { what: "C1 vanilla proofs", reason: format!("{e:#}") })?;
+        if vanilla.len() != partitions || vanilla.iter().any(|p| p.is_empty()) {
+            return Err(InputError::WrongCount {
+                what: "non-empty partitions of vanilla proofs in C1",
+                expected: partitions.to_string(),
+                got: vanilla.iter().filter(|p| !p.is_empty()).count(),
+            });
+        }
+
+        let comm_r = as_safe_commitment::<<Tree::Hasher as filecoin_hashers::Hasher>::Domain, _>(&c1.comm_r, "comm_r")
+            .map_err(|e| InputError::BadFieldElement { name: "comm_r", reason: format!("{e:#}") })?;
+        let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
+            .map_err(|e| InputError::BadFieldElement { name: "comm_d", reason: format!("{e:#}") })?;
+        let replica_id: Fr = c1.replica_id.into();
+        let public_inputs = stacked::PublicInputs {
+            replica_id: replica_id.into(),
+            tau: Some(stacked::Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(c1.seed),
+        };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: setup_params(&config).map_err(circuit_error("PoRep setup"))?,
+            partitions: Some(partitions),
+            priority: false,
+        };
+        let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
+            .map_err(circuit_error("PoRep setup"))?;
+        Ok((Sector { public_inputs, vanilla_params: pp.vanilla_params }, vanilla))
     }
 
-    let comm_r = as_safe_commitment::<<Tree::Hasher as filecoin_hashers::Hasher>::Domain, _>(&c1.comm_r, "comm_r")
-        .map_err(|e| InputError::BadFieldElement { name: "comm_r", reason: format!("{e:#}") })?;
-    let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
-        .map_err(|e| InputError::BadFieldElement { name: "comm_d", reason: format!("{e:#}") })?;
-    let replica_id: Fr = c1.replica_id.into();
-    let public_inputs = stacked::PublicInputs {
-        replica_id: replica_id.into(),
-        tau: Some(stacked::Tau { comm_d, comm_r }),
-        k: None,
-        seed: Some(c1.seed),
-    };
-    let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(&config).map_err(circuit_error("PoRep setup"))?,
-        partitions: Some(partitions),
-        priority: false,
-    };
-    let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
-        .map_err(circuit_error("PoRep setup"))?;
+    /// Partition `k` from its vanilla proofs (one per challenge).
+    #[allow(clippy::ptr_arg)] // storage-proofs' `circuit` takes a `&Vec`
+    pub(crate) fn partition(&self, k: usize, proofs: &Vec<VanillaSealProof<Tree>>) -> Result<Partition, InputError> {
+        let tau = self.public_inputs.tau.as_ref().expect("decode sets tau");
+        let native = PartitionInputs::new(self.public_inputs.replica_id.into(), tau.comm_d.into(), tau.comm_r.into(), proofs)
+            .map_err(|reason| InputError::Invalid { what: "C1 vanilla proofs", reason })?;
+        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            proofs,
+            &self.vanilla_params,
+            Some(k),
+        )
+        .map_err(circuit_error("PoRep partition circuit"))?;
+        let public_inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+            &self.public_inputs,
+            &self.vanilla_params,
+            Some(k),
+        )
+        .map_err(circuit_error("PoRep public inputs"))?;
+        Ok(Partition { index: k, circuit: Box::new(PoRepPartition { circuit, native }), public_inputs })
+    }
+}
 
-    vanilla
-        .iter()
-        .enumerate()
-        .map(|(k, proofs)| {
-            let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
-                &public_inputs,
-                Default::default(),
-                proofs,
-                &pp.vanilla_params,
-                Some(k),
-            )
-            .map_err(circuit_error("PoRep partition circuit"))?;
-            let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
-                &public_inputs,
-                &pp.vanilla_params,
-                Some(k),
-            )
-            .map_err(circuit_error("PoRep public inputs"))?;
-            Ok(Partition { index: k, circuit: Box::new(circuit), public_inputs: inputs })
-        })
-        .collect()
+/// A PoRep partition: storage-proofs' circuit for synthesis and extraction, and the same
+/// partition's values for the native witness path (see `porep_witness`).
+struct PoRepPartition<Tree: 'static + MerkleTreeTrait> {
+    circuit: StackedCircuit<Tree, DefaultPieceHasher>,
+    native: PartitionInputs<Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PoRepPartition<Tree> {
+    fn native_witness<S: AuxValues>(self, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, S), SynthesisError> {
+        let mut cs = WitnessCs::<S>::with_capacity(num_inputs, num_aux);
+        synthesize_witness(&mut cs, self.native)?;
+        Ok((cs.inputs, cs.aux))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PoRepPartition<Tree> {
+    fn synthesize(self: Box<Self>) -> Result<cuzk_groth16::ProvingAssignment, SynthesisError> {
+        PartitionCircuit::synthesize(Box::new(self.circuit))
+    }
+
+    fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        self.native_witness(1, 0)
+    }
+
+    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+        self.native_witness(num_inputs, num_aux)
+    }
+
+    fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {
+        PartitionCircuit::extract(Box::new(self.circuit))
+    }
+
+    fn witness_by_gadgets(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        PartitionCircuit::witness_by_gadgets(Box::new(self.circuit))
+    }
 }

@@ -1,0 +1,276 @@
+//! The witness of one PoRep (StackedDRG) partition, made without running the label hashes
+//! through the SHA-256 gadget.
+//!
+//! The engine never needs a PoRep partition's constraints per proof (they come from the
+//! pre-compiled matrices), only its aux values in allocation order. storage-proofs' circuit
+//! computes those by running every gadget; for the ~80 % of the circuit that re-derives
+//! labels with SHA-256 that is mostly building linear combinations nobody reads. Here the
+//! partition is walked in the same order as `StackedCircuit::synthesize` and
+//! `Proof::synthesize` (storage-proofs-porep 19): the small gadgets (Poseidon, Merkle paths,
+//! bit decompositions, packing) still run as they are, and each label's SHA-256 is computed
+//! by [`sha256`], which yields the gadget's aux values directly.
+//!
+//! Only a witness-only constraint system ([`WitnessCs`]) can take this path — the native
+//! label adds no constraints — and the plain synthesis and PCE extraction keep using
+//! storage-proofs' circuit. The result must equal the gadget's witness value for value:
+//! `tests` compare whole partitions, and the PCE equivalence tests in cuzk-core compare it
+//! against plain synthesis through the recorded matrices.
+
+mod inputs;
+mod sha256;
+
+use bellpepper_core::boolean::{AllocatedBit, Boolean};
+use bellpepper_core::num::AllocatedNum;
+use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellperson::gadgets::multipack;
+use ff::PrimeField;
+use blstrs::Scalar as Fr;
+use filecoin_hashers::{HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::uint64::UInt64;
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::gadgets::insertion::insert;
+use storage_proofs_core::gadgets::{constraint, encode::encode};
+use storage_proofs_core::merkle::{DiskStore, MerkleTreeTrait, MerkleTreeWrapper};
+use storage_proofs_core::util::reverse_bit_numbering;
+use storage_proofs_porep::stacked::TOTAL_PARENTS;
+
+use cuzk_pce::{AuxValues, WitnessCs};
+
+pub(crate) use inputs::PartitionInputs;
+use inputs::{ChallengeInputs, ParentColumn};
+use sha256::{Bit, BitSink};
+
+impl<S: AuxValues> BitSink for WitnessCs<S> {
+    fn bit(&mut self, value: bool) {
+        self.aux.push_bit(value);
+    }
+}
+
+/// Append the partition's witness to `cs` (which holds only ONE so far).
+pub(crate) fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    partition: PartitionInputs<Tree>,
+) -> Result<(), SynthesisError> {
+    let PartitionInputs { replica_id, comm_d, comm_r, comm_r_last, comm_c, challenges } = partition;
+
+    let replica_id = AllocatedNum::alloc(&mut *cs, || Ok(replica_id))?;
+    replica_id.inputize(&mut *cs)?;
+    let replica_id_bits = to_bits(&reverse_bit_numbering(replica_id.to_bits_le(&mut *cs)?))?;
+
+    let comm_d = AllocatedNum::alloc(&mut *cs, || Ok(comm_d))?;
+    comm_d.inputize(&mut *cs)?;
+    let comm_r = AllocatedNum::alloc(&mut *cs, || Ok(comm_r))?;
+    comm_r.inputize(&mut *cs)?;
+    let comm_r_last = AllocatedNum::alloc(&mut *cs, || Ok(comm_r_last))?;
+    let comm_c = AllocatedNum::alloc(&mut *cs, || Ok(comm_c))?;
+
+    // comm_r = H(comm_c || comm_r_last)
+    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    constraint::equal(&mut *cs, || "comm_r", &comm_r, &hash);
+
+    let roots = Roots { comm_d: &comm_d, comm_c: &comm_c, comm_r_last: &comm_r_last };
+    for challenge in challenges {
+        synthesize_challenge::<Tree, S>(cs, challenge, &roots, &replica_id_bits)?;
+    }
+    Ok(())
+}
+
+struct Roots<'a> {
+    comm_d: &'a AllocatedNum<Fr>,
+    comm_c: &'a AllocatedNum<Fr>,
+    comm_r_last: &'a AllocatedNum<Fr>,
+}
+
+/// One challenge, in the order of storage-proofs' `Proof::synthesize`.
+fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    challenge: ChallengeInputs<Tree>,
+    roots: &Roots<'_>,
+    replica_id_bits: &[Bit],
+) -> Result<(), SynthesisError> {
+    let ChallengeInputs { data_leaf, comm_d_path, node, comm_r_last_path, comm_c_path, drg_parents, exp_parents } = challenge;
+
+    // The data leaf, in tree D.
+    let data_leaf = AllocatedNum::alloc(&mut *cs, || Ok(data_leaf))?;
+    sha256_tree_inclusion(cs, comm_d_path, roots.comm_d, &data_leaf)?;
+
+    // The parents' columns, each hashed and opened in tree C.
+    let columns = |parents: Vec<ParentColumn<Tree>>, cs: &mut WitnessCs<S>| -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
+        parents
+            .into_iter()
+            .map(|parent| {
+                let rows = parent.rows.iter().map(|v| AllocatedNum::alloc(&mut *cs, || Ok(*v))).collect::<Result<Vec<_>, _>>()?;
+                let hash = column_hash(&mut *cs, &rows)?;
+                inclusion(&mut *cs, parent.path, roots.comm_c, &hash)?;
+                Ok(rows)
+            })
+            .collect()
+    };
+    let drg = columns(drg_parents, cs)?;
+    let exp = columns(exp_parents, cs)?;
+    let layers = drg.first().map_or(0, Vec::len);
+    if layers == 0 || drg.iter().chain(&exp).any(|c| c.len() != layers) {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+
+    let node_num = UInt64::alloc(&mut *cs, Some(node))?;
+    node_num.pack_into_input(&mut *cs)?;
+    let node_bits = to_bits(&node_num.to_bits_be())?;
+
+    // Re-derive the challenged node's label in every layer.
+    let mut labels = Vec::with_capacity(layers);
+    for layer in 1..=layers {
+        let mut parents = Vec::with_capacity(drg.len() + exp.len());
+        for column in &drg {
+            parents.push(to_bits(&reverse_bit_numbering(column[layer - 1].to_bits_le(&mut *cs)?))?);
+        }
+        // Expander parents are stored from layer 2 on, so layer L reads their row L-1.
+        if layer > 1 {
+            for column in &exp {
+                parents.push(to_bits(&reverse_bit_numbering(column[layer - 2].to_bits_le(&mut *cs)?))?);
+            }
+        }
+        labels.push(label(cs, replica_id_bits, &parents, layer as u32, &node_bits)?);
+    }
+
+    // The encoded node, in tree R.
+    let key = labels.last().expect("at least one layer");
+    let encoded = encode(&mut *cs, key, &data_leaf)?;
+    inclusion(&mut *cs, comm_r_last_path, roots.comm_r_last, &encoded)?;
+
+    // The challenged column's hash, in tree C.
+    let column = column_hash(&mut *cs, &labels)?;
+    inclusion(&mut *cs, comm_c_path, roots.comm_c, &column)
+}
+
+/// `create_label_circuit`'s witness: SHA-256 over replica id ‖ layer ‖ node ‖ 37 parents,
+/// each padded to 32 bytes (parents repeated as the labelling algorithm does), and the
+/// digest packed into a field element.
+fn label<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    replica_id: &[Bit],
+    parents: &[Vec<Bit>],
+    layer: u32,
+    node_be: &[Bit],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    // Layer 1 has only the base (DRG) parents, repeated; later layers repeat all of them.
+    if parents.is_empty() {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    let expanded = parents.iter().cycle().take(TOTAL_PARENTS);
+
+    const BYTE32: usize = 256;
+    let mut input = Vec::with_capacity((2 + TOTAL_PARENTS) * BYTE32);
+    input.extend_from_slice(replica_id);
+    input.resize(BYTE32, Bit::Const(false));
+    input.extend((0..32).rev().map(|i| Bit::Const((layer >> i) & 1 == 1)));
+    input.extend_from_slice(node_be);
+    input.resize(2 * BYTE32, Bit::Const(false));
+    for parent in expanded {
+        input.extend_from_slice(parent);
+        input.resize(input.len().next_multiple_of(BYTE32), Bit::Const(false));
+    }
+    if input.len() != (2 + TOTAL_PARENTS) * BYTE32 {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+
+    let digest = sha256::sha256(cs, &input);
+    pack_digest(cs, &digest)
+}
+
+/// `PoRCircuit` for tree D (binary, SHA-256, no sub- or top-trees; the path private), with
+/// each level's hash computed natively: per level the index bit and the sibling, the pair
+/// ordered by the index (`insert`), both unpacked to bits, hashed and packed.
+fn sha256_tree_inclusion<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    path: Vec<(Vec<Option<Fr>>, Option<usize>)>,
+    root: &AllocatedNum<Fr>,
+    leaf: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    let mut cur = leaf.clone();
+    let mut index_bits = Vec::with_capacity(path.len());
+    for (siblings, index) in path {
+        let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, index.map(|i| i & 1 == 1))?);
+        index_bits.push(bit.clone());
+        let siblings = siblings
+            .into_iter()
+            .map(|h| AllocatedNum::alloc(&mut *cs, || h.ok_or(SynthesisError::AssignmentMissing)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if siblings.len() != 1 {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        let pair = insert(&mut *cs, &cur, &[bit], &siblings)?;
+        let mut input = Vec::with_capacity(512);
+        for node in &pair {
+            input.extend(reverse_bits_in_bytes(&to_bits(&node.to_bits_le(&mut *cs)?)?));
+        }
+        let digest = sha256::sha256(cs, &input);
+        cur = pack_digest(cs, &digest)?;
+    }
+    multipack::pack_into_inputs(&mut *cs, &index_bits)?;
+    constraint::equal(&mut *cs, || "tree D root", &cur, root);
+    Ok(())
+}
+
+/// `multipack::pack_bits` over the first CAPACITY bits of the byte-reversed digest: the
+/// field element hashes are turned into (one aux value).
+fn pack_digest<S: AuxValues>(cs: &mut WitnessCs<S>, digest: &[Bit]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let mut bytes = [0u8; 32];
+    for (i, bit) in reverse_bits_in_bytes(digest).take(Fr::CAPACITY as usize).enumerate() {
+        bytes[i / 8] |= u8::from(bit.value()) << (i % 8);
+    }
+    let value = Option::from(Fr::from_bytes_le(&bytes)).ok_or(SynthesisError::Unsatisfiable)?;
+    AllocatedNum::alloc(&mut *cs, || Ok(value))
+}
+
+/// `reverse_bit_numbering` on native bits: a partial last byte is padded with constant
+/// zeros first (a field element's 255 bits become 32 bytes).
+fn reverse_bits_in_bytes(bits: &[Bit]) -> impl Iterator<Item = Bit> + '_ {
+    bits.chunks(8).flat_map(|byte| (0..8).rev().map(move |i| byte.get(i).copied().unwrap_or(Bit::Const(false))))
+}
+
+/// The gadget's booleans as native bits (their values must be known: witness mode).
+fn to_bits(booleans: &[Boolean]) -> Result<Vec<Bit>, SynthesisError> {
+    booleans
+        .iter()
+        .map(|b| {
+            let var = |v: Option<bool>| v.ok_or(SynthesisError::AssignmentMissing);
+            Ok(match b {
+                Boolean::Constant(v) => Bit::Const(*v),
+                Boolean::Is(a) => Bit::Is(var(a.get_value())?),
+                Boolean::Not(a) => Bit::Not(var(a.get_value())?),
+            })
+        })
+        .collect()
+}
+
+/// The column hash (Poseidon over the column's rows), as storage-proofs' circuit has it.
+fn column_hash<CS: ConstraintSystem<Fr>>(cs: CS, rows: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    match rows.len() {
+        2 => neptune::circuit::poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_2),
+        11 => neptune::circuit::poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_11),
+        _ => Err(SynthesisError::Unsatisfiable),
+    }
+}
+
+/// A Merkle inclusion proof of `leaf` under `root`, with the path private.
+fn inclusion<H, U, V, W, CS>(cs: CS, path: AuthPath<H, U, V, W>, root: &AllocatedNum<Fr>, leaf: &AllocatedNum<Fr>) -> Result<(), SynthesisError>
+where
+    H: 'static + Hasher,
+    U: 'static + PoseidonArity,
+    V: 'static + PoseidonArity,
+    W: 'static + PoseidonArity,
+    CS: ConstraintSystem<Fr>,
+{
+    PoRCircuit::<MerkleTreeWrapper<H, DiskStore<H::Domain>, U, V, W>>::synthesize(
+        cs,
+        Root::from_allocated::<CS>(leaf.clone()),
+        path,
+        Root::from_allocated::<CS>(root.clone()),
+        true,
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,75 @@
+//! The native PoRep witness must equal the witness of storage-proofs' circuit value for
+//! value: on the real 2 KiB fixture sector, and on synthetic sectors of every tree shape
+//! (2 KiB: one tree level kind; 32 GiB: sub-trees; 64 GiB: sub- and top-trees).
+
+use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+
+use crate::circuits::porep::{decode_c1, Sector};
+use crate::circuits::Partition;
+use crate::fixtures::synthetic::{registered_porep, synthetic_c1};
+use crate::{ProofKind, SectorSize};
+
+fn assert_same_witness(native: Partition, gadgets: Partition, what: &str) {
+    let (inputs, aux) = native.circuit.witness().unwrap();
+    let (want_inputs, want_aux) = gadgets.circuit.witness_by_gadgets().unwrap();
+    assert_eq!(inputs, want_inputs, "{what}: inputs");
+    assert_eq!(aux.len(), want_aux.len(), "{what}: aux count");
+    if let Some(i) = aux.iter().zip(&want_aux).position(|(a, b)| a != b) {
+        panic!("{what}: aux {i} of {} differs", aux.len());
+    }
+}
+
+/// Partitions `ks` of a synthetic sector, cut to their first `challenges` challenges.
+fn synthetic_partitions<Tree: 'static + MerkleTreeTrait>(size: SectorSize, ks: &[usize], challenges: usize) -> Vec<(Partition, Partition)> {
+    let registered = registered_porep(size);
+    let c1 = synthetic_c1(registered, 7).unwrap();
+    let (sector, vanilla) = Sector::<Tree>::decode(registered, decode_c1(&c1.json, 0).unwrap()).unwrap();
+    ks.iter()
+        .map(|&k| {
+            let proofs = vanilla[k][..challenges.min(vanilla[k].len())].to_vec();
+            (sector.partition(k, &proofs).unwrap(), sector.partition(k, &proofs).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn equals_the_circuit_on_the_fixture_sector() {
+    let (dir, manifest) = crate::fixtures::test_inputs();
+    let req = crate::fixtures::requests::request(dir, manifest, ProofKind::PoRepSealCommit).unwrap();
+    let (a, b) = (crate::prepare(&req).unwrap(), crate::prepare(&req).unwrap());
+    assert!(!a.partitions.is_empty());
+    for (p, q) in a.partitions.into_iter().zip(b.partitions) {
+        let what = format!("fixture partition {}", p.index);
+        assert_same_witness(p, q, &what);
+    }
+}
+
+#[test]
+fn equals_the_circuit_on_synthetic_2k() {
+    for (p, q) in synthetic_partitions::<SectorShape2KiB>(SectorSize::S2KiB, &[0], usize::MAX) {
+        let what = format!("2 KiB partition {}", p.index);
+        assert_same_witness(p, q, &what);
+    }
+}
+
+#[test]
+fn equals_the_circuit_on_32g_and_64g_challenges() {
+    // One challenge of a large sector is ~7 M constraints through the gadgets; its Merkle
+    // paths have the real depths and sub/top-tree arities.
+    for (p, q) in synthetic_partitions::<SectorShape32GiB>(SectorSize::S32GiB, &[3], 1) {
+        assert_same_witness(p, q, "32 GiB, one challenge");
+    }
+    for (p, q) in synthetic_partitions::<SectorShape64GiB>(SectorSize::S64GiB, &[0], 1) {
+        assert_same_witness(p, q, "64 GiB, one challenge");
+    }
+}
+
+#[test]
+fn compact_witness_equals_the_plain_one() {
+    let (p, q) = synthetic_partitions::<SectorShape2KiB>(SectorSize::S2KiB, &[0], usize::MAX).pop().unwrap();
+    let (inputs, aux) = p.circuit.witness().unwrap();
+    let (compact_inputs, compact) = q.circuit.witness_compact(inputs.len(), aux.len()).unwrap();
+    assert_eq!(compact_inputs, inputs);
+    assert!(compact.to_vec() == aux);
+}
