@@ -10,15 +10,12 @@ use filecoin_hashers::Hasher;
 use filecoin_proofs::VanillaSealProof;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use storage_proofs_core::gadgets::por::AuthPath;
+use filecoin_hashers::poseidon::PoseidonHasher;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 
-pub(crate) type TreeAuthPath<Tree> = AuthPath<
-    <Tree as MerkleTreeTrait>::Hasher,
-    <Tree as MerkleTreeTrait>::Arity,
-    <Tree as MerkleTreeTrait>::SubTreeArity,
-    <Tree as MerkleTreeTrait>::TopTreeArity,
->;
+/// A Merkle path as (siblings, index in its node) per level, leaf upwards — the form
+/// storage-proofs builds its `AuthPath` from; the native witness walks it directly.
+pub(crate) type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
 
 /// One partition: the commitments and one entry per challenge.
 pub(crate) struct PartitionInputs<Tree: MerkleTreeTrait> {
@@ -27,26 +24,27 @@ pub(crate) struct PartitionInputs<Tree: MerkleTreeTrait> {
     pub comm_r: Fr,
     pub comm_r_last: Fr,
     pub comm_c: Fr,
-    pub challenges: Vec<ChallengeInputs<Tree>>,
+    pub challenges: Vec<ChallengeInputs>,
+    _tree: std::marker::PhantomData<fn() -> Tree>,
 }
 
-pub(crate) struct ChallengeInputs<Tree: MerkleTreeTrait> {
+pub(crate) struct ChallengeInputs {
     pub data_leaf: Fr,
-    /// The path in tree D (binary, SHA-256) as (siblings, index) per level, leaf upwards:
-    /// walked natively, so kept in the form `AuthPath` is built from.
-    pub comm_d_path: Vec<(Vec<Option<Fr>>, Option<usize>)>,
+    /// In tree D (binary, SHA-256).
+    pub comm_d_path: Path,
     /// The challenged node.
     pub node: u64,
-    pub comm_r_last_path: TreeAuthPath<Tree>,
-    pub comm_c_path: TreeAuthPath<Tree>,
-    pub drg_parents: Vec<ParentColumn<Tree>>,
-    pub exp_parents: Vec<ParentColumn<Tree>>,
+    /// In tree R and tree C (Poseidon, the sector's tree shape).
+    pub comm_r_last_path: Path,
+    pub comm_c_path: Path,
+    pub drg_parents: Vec<ParentColumn>,
+    pub exp_parents: Vec<ParentColumn>,
 }
 
 /// A parent's column (one row per layer) and its inclusion path in tree C.
-pub(crate) struct ParentColumn<Tree: MerkleTreeTrait> {
+pub(crate) struct ParentColumn {
     pub rows: Vec<Fr>,
-    pub path: TreeAuthPath<Tree>,
+    pub path: Path,
 }
 
 #[derive(Deserialize)]
@@ -81,18 +79,31 @@ fn mirror<T: DeserializeOwned>(what: &str, value: &impl serde::Serialize) -> Res
 impl<Tree: 'static + MerkleTreeTrait> PartitionInputs<Tree> {
     /// From the public commitments and the partition's vanilla proofs (one per challenge).
     pub fn new(replica_id: Fr, comm_d: Fr, comm_r: Fr, proofs: &[VanillaSealProof<Tree>]) -> Result<Self, String> {
+        // The native witness hashes trees C and R with Poseidon, as every StackedDRG shape does.
+        let hasher = <Tree::Hasher as Hasher>::name();
+        if hasher != <PoseidonHasher as Hasher>::name() {
+            return Err(format!("trees hashed with {hasher}; the native PoRep witness knows Poseidon only"));
+        }
         let first = proofs.first().ok_or("a partition without vanilla proofs")?;
         let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
         if proofs.iter().any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c) {
             return Err("vanilla proofs of one partition disagree on comm_r_last or comm_c".into());
         }
-        let challenges = proofs.iter().map(ChallengeInputs::new).collect::<Result<_, _>>()?;
-        Ok(PartitionInputs { replica_id, comm_d, comm_r, comm_r_last: comm_r_last.into(), comm_c: comm_c.into(), challenges })
+        let challenges = proofs.iter().map(ChallengeInputs::new::<Tree>).collect::<Result<_, _>>()?;
+        Ok(PartitionInputs {
+            replica_id,
+            comm_d,
+            comm_r,
+            comm_r_last: comm_r_last.into(),
+            comm_c: comm_c.into(),
+            challenges,
+            _tree: std::marker::PhantomData,
+        })
     }
 }
 
-impl<Tree: 'static + MerkleTreeTrait> ChallengeInputs<Tree> {
-    fn new(proof: &VanillaSealProof<Tree>) -> Result<Self, String> {
+impl ChallengeInputs {
+    fn new<Tree: 'static + MerkleTreeTrait>(proof: &VanillaSealProof<Tree>) -> Result<Self, String> {
         type Domain<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
         let columns: ReplicaColumnFields<Tree::Proof, Domain<Tree>> = mirror("replica column proofs", &proof.replica_column_proofs)?;
         let labeling = proof.labeling_proofs.first().ok_or("a challenge without labelling proofs")?;

@@ -17,28 +17,28 @@
 //! against plain synthesis through the recorded matrices.
 
 mod inputs;
+mod poseidon;
 mod sha256;
 
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
-use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellpepper_core::SynthesisError;
 use bellperson::gadgets::multipack;
 use ff::PrimeField;
 use blstrs::Scalar as Fr;
 use filecoin_hashers::{HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::uint64::UInt64;
-use storage_proofs_core::gadgets::variables::Root;
 use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::{constraint, encode::encode};
-use storage_proofs_core::merkle::{DiskStore, MerkleTreeTrait, MerkleTreeWrapper};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use typenum::Unsigned;
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::TOTAL_PARENTS;
 
 use cuzk_pce::{AuxValues, WitnessCs};
 
 pub(crate) use inputs::PartitionInputs;
-use inputs::{ChallengeInputs, ParentColumn};
+use inputs::{ChallengeInputs, ParentColumn, Path};
 use sha256::{Bit, BitSink};
 
 impl<S: AuxValues> BitSink for WitnessCs<S> {
@@ -52,7 +52,7 @@ pub(crate) fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(
     cs: &mut WitnessCs<S>,
     partition: PartitionInputs<Tree>,
 ) -> Result<(), SynthesisError> {
-    let PartitionInputs { replica_id, comm_d, comm_r, comm_r_last, comm_c, challenges } = partition;
+    let PartitionInputs { replica_id, comm_d, comm_r, comm_r_last, comm_c, challenges, .. } = partition;
 
     let replica_id = AllocatedNum::alloc(&mut *cs, || Ok(replica_id))?;
     replica_id.inputize(&mut *cs)?;
@@ -85,7 +85,7 @@ struct Roots<'a> {
 /// One challenge, in the order of storage-proofs' `Proof::synthesize`.
 fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
     cs: &mut WitnessCs<S>,
-    challenge: ChallengeInputs<Tree>,
+    challenge: ChallengeInputs,
     roots: &Roots<'_>,
     replica_id_bits: &[Bit],
 ) -> Result<(), SynthesisError> {
@@ -96,13 +96,13 @@ fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
     sha256_tree_inclusion(cs, comm_d_path, roots.comm_d, &data_leaf)?;
 
     // The parents' columns, each hashed and opened in tree C.
-    let columns = |parents: Vec<ParentColumn<Tree>>, cs: &mut WitnessCs<S>| -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
+    let columns = |parents: Vec<ParentColumn>, cs: &mut WitnessCs<S>| -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
         parents
             .into_iter()
             .map(|parent| {
                 let rows = parent.rows.iter().map(|v| AllocatedNum::alloc(&mut *cs, || Ok(*v))).collect::<Result<Vec<_>, _>>()?;
-                let hash = column_hash(&mut *cs, &rows)?;
-                inclusion(&mut *cs, parent.path, roots.comm_c, &hash)?;
+                let hash = column_hash(cs, &rows)?;
+                poseidon_tree_inclusion::<Tree, S>(cs, parent.path, roots.comm_c, &hash)?;
                 Ok(rows)
             })
             .collect()
@@ -137,11 +137,11 @@ fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
     // The encoded node, in tree R.
     let key = labels.last().expect("at least one layer");
     let encoded = encode(&mut *cs, key, &data_leaf)?;
-    inclusion(&mut *cs, comm_r_last_path, roots.comm_r_last, &encoded)?;
+    poseidon_tree_inclusion::<Tree, S>(cs, comm_r_last_path, roots.comm_r_last, &encoded)?;
 
     // The challenged column's hash, in tree C.
-    let column = column_hash(&mut *cs, &labels)?;
-    inclusion(&mut *cs, comm_c_path, roots.comm_c, &column)
+    let column = column_hash(cs, &labels)?;
+    poseidon_tree_inclusion::<Tree, S>(cs, comm_c_path, roots.comm_c, &column)
 }
 
 /// `create_label_circuit`'s witness: SHA-256 over replica id ‖ layer ‖ node ‖ 37 parents,
@@ -184,7 +184,7 @@ fn label<S: AuxValues>(
 /// ordered by the index (`insert`), both unpacked to bits, hashed and packed.
 fn sha256_tree_inclusion<S: AuxValues>(
     cs: &mut WitnessCs<S>,
-    path: Vec<(Vec<Option<Fr>>, Option<usize>)>,
+    path: Path,
     root: &AllocatedNum<Fr>,
     leaf: &AllocatedNum<Fr>,
 ) -> Result<(), SynthesisError> {
@@ -246,30 +246,71 @@ fn to_bits(booleans: &[Boolean]) -> Result<Vec<Bit>, SynthesisError> {
 }
 
 /// The column hash (Poseidon over the column's rows), as storage-proofs' circuit has it.
-fn column_hash<CS: ConstraintSystem<Fr>>(cs: CS, rows: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+fn column_hash<S: AuxValues>(cs: &mut WitnessCs<S>, rows: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
     match rows.len() {
-        2 => neptune::circuit::poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_2),
-        11 => neptune::circuit::poseidon_hash(cs, rows.to_vec(), &*POSEIDON_CONSTANTS_11),
+        2 => poseidon::poseidon_hash(cs, rows, &*POSEIDON_CONSTANTS_2),
+        11 => poseidon::poseidon_hash(cs, rows, &*POSEIDON_CONSTANTS_11),
         _ => Err(SynthesisError::Unsatisfiable),
     }
 }
 
-/// A Merkle inclusion proof of `leaf` under `root`, with the path private.
-fn inclusion<H, U, V, W, CS>(cs: CS, path: AuthPath<H, U, V, W>, root: &AllocatedNum<Fr>, leaf: &AllocatedNum<Fr>) -> Result<(), SynthesisError>
-where
-    H: 'static + Hasher,
-    U: 'static + PoseidonArity,
-    V: 'static + PoseidonArity,
-    W: 'static + PoseidonArity,
-    CS: ConstraintSystem<Fr>,
-{
-    PoRCircuit::<MerkleTreeWrapper<H, DiskStore<H::Domain>, U, V, W>>::synthesize(
-        cs,
-        Root::from_allocated::<CS>(leaf.clone()),
-        path,
-        Root::from_allocated::<CS>(root.clone()),
-        true,
-    )
+/// `PoRCircuit` for a Poseidon tree of `Tree`'s shape (the path private), each level's hash
+/// computed natively. The path splits as storage-proofs' `AuthPath` splits it: the last
+/// level is the top tree's (if any), the one before it the sub-tree's (if any).
+fn poseidon_tree_inclusion<Tree: MerkleTreeTrait, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    mut path: Path,
+    root: &AllocatedNum<Fr>,
+    leaf: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    let has_top = Tree::TopTreeArity::to_usize() > 0;
+    let has_sub = Tree::SubTreeArity::to_usize() > 0;
+    let upper = if has_top { 2 } else { usize::from(has_sub) };
+    if path.len() < upper {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    let mut rest = path.split_off(path.len() - upper);
+    let top = if has_top { rest.pop() } else { None };
+    let sub = if has_sub { rest.pop() } else { None };
+
+    let mut index_bits = Vec::new();
+    let cur = tree_levels::<Tree::Arity, S>(cs, path, leaf.clone(), &mut index_bits)?;
+    let cur = tree_levels::<Tree::SubTreeArity, S>(cs, sub.into_iter().collect(), cur, &mut index_bits)?;
+    let cur = tree_levels::<Tree::TopTreeArity, S>(cs, top.into_iter().collect(), cur, &mut index_bits)?;
+    multipack::pack_into_inputs(&mut *cs, &index_bits)?;
+    constraint::equal(&mut *cs, || "tree root", &cur, root);
+    Ok(())
+}
+
+/// One part (base, sub or top) of a Poseidon path: per level the index bits and the
+/// siblings, the node put in its place among them (`insert`), and the hash.
+fn tree_levels<A: 'static + PoseidonArity, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    path: Path,
+    mut cur: AllocatedNum<Fr>,
+    index_bits: &mut Vec<Boolean>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let arity = A::to_usize();
+    if arity == 0 {
+        return if path.is_empty() { Ok(cur) } else { Err(SynthesisError::Unsatisfiable) };
+    }
+    for (siblings, index) in path {
+        let mut bits = Vec::with_capacity(arity.trailing_zeros() as usize);
+        for i in 0..arity.trailing_zeros() as usize {
+            bits.push(Boolean::from(AllocatedBit::alloc(&mut *cs, index.map(|x| (x >> i) & 1 == 1))?));
+        }
+        index_bits.extend_from_slice(&bits);
+        let siblings = siblings
+            .into_iter()
+            .map(|h| AllocatedNum::alloc(&mut *cs, || h.ok_or(SynthesisError::AssignmentMissing)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if siblings.len() + 1 != arity {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        let children = insert(&mut *cs, &cur, &bits, &siblings)?;
+        cur = poseidon::poseidon_hash(cs, &children, A::PARAMETERS())?;
+    }
+    Ok(cur)
 }
 
 #[cfg(test)]
