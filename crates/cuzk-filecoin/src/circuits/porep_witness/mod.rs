@@ -1,20 +1,24 @@
-//! The witness of one PoRep (StackedDRG) partition, made without running the label hashes
-//! through the SHA-256 gadget.
+//! The witness of one PoRep (StackedDRG) partition, computed without running its hash
+//! gadgets.
 //!
 //! The engine never needs a PoRep partition's constraints per proof (they come from the
 //! pre-compiled matrices), only its aux values in allocation order. storage-proofs' circuit
-//! computes those by running every gadget; for the ~80 % of the circuit that re-derives
-//! labels with SHA-256 that is mostly building linear combinations nobody reads. Here the
-//! partition is walked in the same order as `StackedCircuit::synthesize` and
-//! `Proof::synthesize` (storage-proofs-porep 19): the small gadgets (Poseidon, Merkle paths,
-//! bit decompositions, packing) still run as they are, and each label's SHA-256 is computed
-//! by [`sha256`], which yields the gadget's aux values directly.
+//! computes those by running every gadget, and its hash gadgets — SHA-256 for the labels and
+//! tree D, Poseidon for trees C and R and the column hashes, together nearly all of the
+//! circuit — spend most of their time building linear combinations a witness-only system
+//! throws away. Here the partition is walked in the same order as storage-proofs'
+//! `StackedCircuit::synthesize` and `Proof::synthesize` (storage-proofs-porep 19): the
+//! hashes come from [`sha256`] and [`poseidon`], which emit exactly the aux values their
+//! gadgets would; the small gadgets around them (bit decompositions, `insert`, packing into
+//! inputs, `encode`, the one `hash2` per partition) still run as they are.
 //!
 //! Only a witness-only constraint system ([`WitnessCs`]) can take this path — the native
-//! label adds no constraints — and the plain synthesis and PCE extraction keep using
-//! storage-proofs' circuit. The result must equal the gadget's witness value for value:
-//! `tests` compare whole partitions, and the PCE equivalence tests in cuzk-core compare it
-//! against plain synthesis through the recorded matrices.
+//! hashes add no constraints — and plain synthesis and PCE extraction keep using
+//! storage-proofs' circuit. The result must equal the gadgets' witness value for value:
+//! `tests` compare whole partitions, the PCE equivalence tests in cuzk-core compare it with
+//! plain synthesis through the recorded matrices, and `cuzk-bench pce-bench --witness-c1`
+//! checks whole partitions of any size. The aux count is also checked against the matrices
+//! on every proof (`PreCompiled::check_witness_len`).
 
 mod inputs;
 mod poseidon;
