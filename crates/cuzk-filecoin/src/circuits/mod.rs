@@ -5,14 +5,14 @@
 //! The circuits are generic over the sector's Merkle tree shape; here they are type-erased
 //! behind [`PartitionCircuit`] so the engine can schedule partitions of any proof type alike.
 
+mod native_witness;
 pub(crate) mod porep;
-mod porep_witness;
 mod post;
 mod snap;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use cuzk_groth16::{Fr, ProvingAssignment};
-use cuzk_pce::{CompactFrVec, PreCompiled};
+use cuzk_pce::{AuxValues, CompactFrVec, PreCompiled, WitnessCs};
 
 use crate::error::InputError;
 use crate::registry::{CircuitId, Registered};
@@ -58,6 +58,49 @@ impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
 
     fn witness_by_gadgets(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
         cuzk_pce::witness(*self)
+    }
+}
+
+/// A witness computed without running the circuit's gadgets (see `native_witness`).
+pub(crate) trait NativeWitness: Send {
+    /// Append the witness to `cs`, which holds only ONE so far.
+    fn synthesize_witness<S: AuxValues>(self, cs: &mut WitnessCs<S>) -> Result<(), SynthesisError>;
+}
+
+/// A partition with a native witness: storage-proofs' circuit for plain synthesis and
+/// extraction (and as the reference), `native` for the witness the engine computes.
+pub(crate) struct WithNativeWitness<C, N> {
+    pub circuit: C,
+    pub native: N,
+}
+
+impl<C: Circuit<Fr> + Send, N: NativeWitness> WithNativeWitness<C, N> {
+    fn native_witness<S: AuxValues>(self, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, S), SynthesisError> {
+        let mut cs = WitnessCs::<S>::with_capacity(num_inputs, num_aux);
+        self.native.synthesize_witness(&mut cs)?;
+        Ok((cs.inputs, cs.aux))
+    }
+}
+
+impl<C: Circuit<Fr> + Send, N: NativeWitness> PartitionCircuit for WithNativeWitness<C, N> {
+    fn synthesize(self: Box<Self>) -> Result<ProvingAssignment, SynthesisError> {
+        PartitionCircuit::synthesize(Box::new(self.circuit))
+    }
+
+    fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        self.native_witness(1, 0)
+    }
+
+    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+        self.native_witness(num_inputs, num_aux)
+    }
+
+    fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {
+        PartitionCircuit::extract(Box::new(self.circuit))
+    }
+
+    fn witness_by_gadgets(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+        PartitionCircuit::witness_by_gadgets(Box::new(self.circuit))
     }
 }
 

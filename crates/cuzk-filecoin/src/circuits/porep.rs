@@ -10,15 +10,12 @@ use filecoin_proofs::parameters::setup_params;
 use filecoin_proofs::{as_safe_commitment, with_shape, VanillaSealProof};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
-use bellpepper_core::SynthesisError;
-use cuzk_pce::{AuxValues, CompactFrVec, PreCompiled, WitnessCs};
-use storage_proofs_porep::stacked::StackedCircuit;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
-use super::porep_witness::{synthesize_witness, PartitionInputs};
-use super::{circuit_error, Partition, PartitionCircuit};
+use super::native_witness::porep::PartitionInputs;
+use super::{circuit_error, Partition, WithNativeWitness};
 use crate::error::InputError;
 use crate::request::ProofRequest;
 
@@ -143,43 +140,6 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
             Some(k),
         )
         .map_err(circuit_error("PoRep public inputs"))?;
-        Ok(Partition { index: k, circuit: Box::new(PoRepPartition { circuit, native }), public_inputs })
-    }
-}
-
-/// A PoRep partition: storage-proofs' circuit for synthesis and extraction, and the same
-/// partition's values for the native witness path (see `porep_witness`).
-struct PoRepPartition<Tree: 'static + MerkleTreeTrait> {
-    circuit: StackedCircuit<Tree, DefaultPieceHasher>,
-    native: PartitionInputs<Tree>,
-}
-
-impl<Tree: 'static + MerkleTreeTrait> PoRepPartition<Tree> {
-    fn native_witness<S: AuxValues>(self, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, S), SynthesisError> {
-        let mut cs = WitnessCs::<S>::with_capacity(num_inputs, num_aux);
-        synthesize_witness(&mut cs, self.native)?;
-        Ok((cs.inputs, cs.aux))
-    }
-}
-
-impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PoRepPartition<Tree> {
-    fn synthesize(self: Box<Self>) -> Result<cuzk_groth16::ProvingAssignment, SynthesisError> {
-        PartitionCircuit::synthesize(Box::new(self.circuit))
-    }
-
-    fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
-        self.native_witness(1, 0)
-    }
-
-    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
-        self.native_witness(num_inputs, num_aux)
-    }
-
-    fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError> {
-        PartitionCircuit::extract(Box::new(self.circuit))
-    }
-
-    fn witness_by_gadgets(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
-        PartitionCircuit::witness_by_gadgets(Box::new(self.circuit))
+        Ok(Partition { index: k, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs })
     }
 }

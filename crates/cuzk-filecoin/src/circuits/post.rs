@@ -11,7 +11,8 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
 
-use super::{bincode_error, circuit_error, Partition};
+use super::native_witness::post::PostInputs;
+use super::{bincode_error, circuit_error, Partition, WithNativeWitness};
 use crate::error::InputError;
 use crate::request::{post_randomness, prover_id_from_miner, ProofRequest};
 
@@ -120,5 +121,6 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         Some(0),
     )
     .map_err(circuit_error("PoSt public inputs"))?;
-    Ok(vec![Partition { index: 0, circuit: Box::new(circuit), public_inputs: inputs }])
+    let native = PostInputs::new(&circuit, &partition_proof).map_err(|reason| InputError::Invalid { what: "PoSt vanilla proofs", reason })?;
+    Ok(vec![Partition { index: 0, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs: inputs }])
 }

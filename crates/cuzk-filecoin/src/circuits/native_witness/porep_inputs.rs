@@ -13,9 +13,7 @@ use serde::Deserialize;
 use filecoin_hashers::poseidon::PoseidonHasher;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 
-/// A Merkle path as (siblings, index in its node) per level, leaf upwards — the form
-/// storage-proofs builds its `AuthPath` from; the native witness walks it directly.
-pub(crate) type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
+use super::Path;
 
 /// One partition: the commitments and one entry per challenge.
 pub(crate) struct PartitionInputs<Tree: MerkleTreeTrait> {

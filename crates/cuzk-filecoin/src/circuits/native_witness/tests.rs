@@ -1,6 +1,7 @@
-//! The native PoRep witness must equal the witness of storage-proofs' circuit value for
-//! value: on the real 2 KiB fixture sector, and on synthetic sectors of every tree shape
-//! (2 KiB: one tree level kind; 32 GiB: sub-trees; 64 GiB: sub- and top-trees).
+//! A native witness must equal the witness of storage-proofs' circuit value for value. PoRep:
+//! on the real 2 KiB fixture sector, and on synthetic sectors of every tree shape (2 KiB:
+//! base tree only; 32 GiB: sub-trees; 64 GiB: sub- and top-trees). PoSt: WinningPoSt and
+//! WindowPoSt on the fixture sector.
 
 use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
 use storage_proofs_core::merkle::MerkleTreeTrait;
@@ -72,4 +73,17 @@ fn compact_witness_equals_the_plain_one() {
     let (compact_inputs, compact) = q.circuit.witness_compact(inputs.len(), aux.len()).unwrap();
     assert_eq!(compact_inputs, inputs);
     assert!(compact.to_vec() == aux);
+}
+
+#[test]
+fn post_equals_the_circuit_on_the_fixture_sector() {
+    let (dir, manifest) = crate::fixtures::test_inputs();
+    for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
+        let req = crate::fixtures::requests::request(dir, manifest, kind).unwrap();
+        let (a, b) = (crate::prepare(&req).unwrap(), crate::prepare(&req).unwrap());
+        assert_eq!(a.partitions.len(), 1);
+        for (p, q) in a.partitions.into_iter().zip(b.partitions) {
+            assert_same_witness(p, q, &format!("{kind}"));
+        }
+    }
 }

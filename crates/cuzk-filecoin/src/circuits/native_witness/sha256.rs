@@ -11,7 +11,7 @@
 //! those decisions need, and every operation below follows the gadget's case analysis
 //! (bellpepper-core 0.2 `Boolean`, bellperson 0.27 `UInt32` and `sha256`). Tests compare the
 //! result with the gadget on random inputs, all mixes of constant, plain and negated bits,
-//! and the real circuits compare whole partitions (see `porep_witness`).
+//! and the real circuits compare whole partitions (see `native_witness`).
 
 /// Receives the aux values the gadget would allocate, in order (each one is 0 or 1).
 pub(crate) trait BitSink {
