@@ -88,8 +88,8 @@ pub(crate) fn sha256_tree_inclusion<S: AuxValues>(
     Ok(())
 }
 
-/// `multipack::pack_bits` over the first CAPACITY bits of the byte-reversed digest: the
-/// field element hashes are turned into (one aux value).
+/// `multipack::pack_bits` over the first CAPACITY bits of the byte-reversed digest: how a
+/// SHA-256 digest becomes a field element (one aux value).
 pub(crate) fn pack_digest<S: AuxValues>(cs: &mut WitnessCs<S>, digest: &[Bit]) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let mut bytes = [0u8; 32];
     for (i, bit) in reverse_bits_in_bytes(digest).take(Fr::CAPACITY as usize).enumerate() {
