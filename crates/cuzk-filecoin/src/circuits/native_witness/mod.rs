@@ -78,7 +78,7 @@ pub(crate) fn sha256_tree_inclusion<S: AuxValues>(
         let pair = insert(&mut *cs, &cur, &[bit], &siblings)?;
         let mut input = Vec::with_capacity(512);
         for node in &pair {
-            input.extend(reverse_bits_in_bytes(&to_bits(&node.to_bits_le(&mut *cs)?)?));
+            input.extend(num_bits_bytewise_reversed(cs, node)?);
         }
         let digest = sha256::sha256(cs, &input);
         cur = pack_digest(cs, &digest)?;
@@ -99,9 +99,15 @@ pub(crate) fn pack_digest<S: AuxValues>(cs: &mut WitnessCs<S>, digest: &[Bit]) -
     AllocatedNum::alloc(&mut *cs, || Ok(value))
 }
 
+/// A number's bits by the `to_bits_le` gadget (its witness: one variable per bit), in the
+/// order the hash inputs use them: each byte's bits reversed (`reverse_bit_numbering`).
+pub(crate) fn num_bits_bytewise_reversed<S: AuxValues>(cs: &mut WitnessCs<S>, num: &AllocatedNum<Fr>) -> Result<Vec<Bit>, SynthesisError> {
+    Ok(reverse_bits_in_bytes(&to_bits(&num.to_bits_le(&mut *cs)?)?).collect())
+}
+
 /// `reverse_bit_numbering` on native bits: a partial last byte is padded with constant
 /// zeros first (a field element's 255 bits become 32 bytes).
-pub(crate) fn reverse_bits_in_bytes(bits: &[Bit]) -> impl Iterator<Item = Bit> + '_ {
+fn reverse_bits_in_bytes(bits: &[Bit]) -> impl Iterator<Item = Bit> + '_ {
     bits.chunks(8).flat_map(|byte| (0..8).rev().map(move |i| byte.get(i).copied().unwrap_or(Bit::Const(false))))
 }
 

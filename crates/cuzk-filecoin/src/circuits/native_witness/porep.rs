@@ -14,13 +14,12 @@ use typenum::U2;
 use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::gadgets::{constraint, encode::encode};
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::TOTAL_PARENTS;
 
 pub(crate) use super::porep_inputs::PartitionInputs;
 use super::porep_inputs::{ChallengeInputs, ParentColumn};
 use super::sha256::{self, Bit};
-use super::{pack_digest, poseidon, poseidon_tree_inclusion, sha256_tree_inclusion, to_bits};
+use super::{num_bits_bytewise_reversed, pack_digest, poseidon, poseidon_tree_inclusion, sha256_tree_inclusion, to_bits};
 use crate::circuits::NativeWitness;
 
 impl<Tree: 'static + MerkleTreeTrait> NativeWitness for PartitionInputs<Tree> {
@@ -37,7 +36,7 @@ fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(
 
     let replica_id = AllocatedNum::alloc(&mut *cs, || Ok(replica_id))?;
     replica_id.inputize(&mut *cs)?;
-    let replica_id_bits = to_bits(&reverse_bit_numbering(replica_id.to_bits_le(&mut *cs)?))?;
+    let replica_id_bits = num_bits_bytewise_reversed(cs, &replica_id)?;
 
     let comm_d = AllocatedNum::alloc(&mut *cs, || Ok(comm_d))?;
     comm_d.inputize(&mut *cs)?;
@@ -104,12 +103,12 @@ fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
     for layer in 1..=layers {
         let mut parents = Vec::with_capacity(drg.len() + exp.len());
         for column in &drg {
-            parents.push(to_bits(&reverse_bit_numbering(column[layer - 1].to_bits_le(&mut *cs)?))?);
+            parents.push(num_bits_bytewise_reversed(cs, &column[layer - 1])?);
         }
         // Expander parents are stored from layer 2 on, so layer L reads their row L-1.
         if layer > 1 {
             for column in &exp {
-                parents.push(to_bits(&reverse_bit_numbering(column[layer - 2].to_bits_le(&mut *cs)?))?);
+                parents.push(num_bits_bytewise_reversed(cs, &column[layer - 2])?);
             }
         }
         labels.push(label(cs, replica_id_bits, &parents, layer as u32, &node_bits)?);
