@@ -3,6 +3,7 @@
 //! * [`assignment`] — synthesis target: a, b, c, witness, densities for one partition;
 //! * [`srs`] — reading and validating parameter files;
 //! * [`srs_synthetic`] — random parameters of a given shape, for benchmarks (never verify);
+//! * [`setup`] — a fast, deterministic, INSECURE Groth16 setup (parameters that verify);
 //! * [`ntt`], [`msm`] — the CPU primitives;
 //! * [`prover`] — the backend interface and the CPU backend;
 //! * [`proof`], [`verify`] — the proof encoding and the verifier.
@@ -15,6 +16,7 @@ pub mod msm;
 pub mod ntt;
 pub mod proof;
 pub mod prover;
+pub mod setup;
 pub mod srs;
 pub mod srs_synthetic;
 pub mod verify;

@@ -80,6 +80,9 @@ pub struct Srs {
     /// Random points of the right sizes, not a trusted setup (see [`crate::srs_synthetic`]):
     /// proofs made with them can never verify.
     pub synthetic: bool,
+    /// From a generated setup whose trapdoor is known ([`crate::setup`]): proofs verify, but
+    /// anyone with the seed can forge them. Never the ceremony's parameters.
+    pub insecure: bool,
 }
 
 impl Srs {
@@ -116,8 +119,66 @@ impl Srs {
         // Parameters written by `write_synthetic` (for benchmarks) carry a marker file: they
         // load, but as what they are, so the engine never reports their proofs as verified.
         let synthetic = crate::srs_synthetic::synthetic_marker(path).exists();
-        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into(), synthetic })
+        let insecure = insecure_marker(path).exists();
+        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into(), synthetic, insecure })
     }
+}
+
+/// Name of the marker written next to parameters of a generated, insecure setup
+/// (`<file>.params.INSECURE`): [`Srs::load`] marks parameters that have one as insecure.
+pub fn insecure_marker(params: &Path) -> PathBuf {
+    let mut name = params.as_os_str().to_owned();
+    name.push(".INSECURE");
+    name.into()
+}
+
+/// Write `srs` as a bellperson `.params` file (the layout [`Srs::load`] reads: the verifying
+/// key, then h, l, a, b_g1, b_g2, each a big-endian u32 count and uncompressed points).
+pub fn write_params(srs: &Srs, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    write_vk(&srs.vk, w)?;
+    for (section, points) in [("h", &srs.h), ("l", &srs.l), ("a", &srs.a), ("b_g1", &srs.b_g1)] {
+        write_points(w, section, points, |p| p.to_uncompressed().to_vec())?;
+    }
+    write_points(w, "b_g2", &srs.b_g2, |p| p.to_uncompressed().to_vec())
+}
+
+/// Write a verifying key as a bellperson `.vk` file.
+pub fn write_vk(vk: &VerifyingKey, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    for g1 in [&vk.alpha_g1, &vk.beta_g1] {
+        w.write_all(&g1.to_uncompressed())?;
+    }
+    for g2 in [&vk.beta_g2, &vk.gamma_g2] {
+        w.write_all(&g2.to_uncompressed())?;
+    }
+    w.write_all(&vk.delta_g1.to_uncompressed())?;
+    w.write_all(&vk.delta_g2.to_uncompressed())?;
+    write_points(w, "vk.ic", &vk.ic, |p| p.to_uncompressed().to_vec())
+}
+
+fn write_points<P: Sync>(
+    w: &mut impl std::io::Write,
+    section: &str,
+    points: &[P],
+    encode: impl Fn(&P) -> Vec<u8> + Sync,
+) -> std::io::Result<()> {
+    let count = u32::try_from(points.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{section}: {} points overflow a u32 count", points.len()))
+    })?;
+    w.write_all(&count.to_be_bytes())?;
+    // Encode in parallel, write in order, a chunk at a time (memory stays at one chunk).
+    for chunk in points.chunks(1 << 16) {
+        let bytes: Vec<Vec<u8>> = chunk.par_iter().map(&encode).collect();
+        for b in bytes {
+            w.write_all(&b)?;
+        }
+    }
+    Ok(())
+}
+
+/// Record that `path` passed the subgroup check (its writer knows: every point it wrote is
+/// a multiple of the generator), so the first load does not spend minutes re-checking it.
+pub fn mark_checked(path: &Path) {
+    remember_checked(path, SubgroupCheck::Always);
 }
 
 /// Read and validate a `.vk` file.

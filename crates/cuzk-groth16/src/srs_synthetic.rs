@@ -119,6 +119,7 @@ impl Srs {
             b_g2: tile(&pool(seed, 6, g2_mul), b),
             path,
             synthetic: true,
+            insecure: false,
         })
     }
 }

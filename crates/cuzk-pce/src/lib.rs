@@ -13,12 +13,14 @@
 //! * [`recording`] — `RecordingCs`, structure only (never calls value closures);
 //! * [`witness`](mod@witness) — `WitnessCs`, values only (never builds linear combinations);
 //! * [`matrix`] — CSR storage with a coefficient table, and the parallel mat-vec;
-//! * [`cache`] — the versioned, checksummed, memory-mapped cache file.
+//! * [`cache`] — the versioned, checksummed, memory-mapped cache file;
+//! * [`setup`] — an INSECURE generated Groth16 setup of the recorded circuit.
 
 pub mod cache;
 pub mod compact;
 pub mod matrix;
 pub mod recording;
+pub mod setup;
 pub mod witness;
 
 use bellpepper_core::{Circuit, SynthesisError};
