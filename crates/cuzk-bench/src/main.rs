@@ -5,6 +5,7 @@ mod client;
 mod compare;
 mod demo;
 mod fixtures;
+mod gen_setup;
 mod gen_synthetic;
 #[cfg(feature = "cuda")]
 mod gpu_bench;
@@ -90,6 +91,10 @@ enum Command {
     /// a bellperson .params/.vk pair under filecoin-proofs' file names, marked SYNTHETIC — the
     /// input for benchmarking other provers (cuzk-peer-c2) against cuzk's srs.synthetic.
     SyntheticParams(synthetic_params::Args),
+    /// Write a circuit's INSECURE generated setup (cuzk's own, from a seed; proofs made with it
+    /// verify against its key and can be forged by anyone with the seed) as a .params/.vk pair
+    /// under filecoin-proofs' file names, or with --vk-only just the verifying key.
+    GenSetup(gen_setup::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -118,5 +123,6 @@ fn main() -> anyhow::Result<()> {
         Command::GenVanilla(cmd) => client::gen_vanilla::run(cmd),
         Command::GenSynthetic(args) => gen_synthetic::run(&args),
         Command::SyntheticParams(args) => synthetic_params::run(&args),
+        Command::GenSetup(args) => gen_setup::run(&args),
     }
 }

@@ -63,6 +63,15 @@ pub struct SrsConfig {
     /// of exactly the circuit's sizes — instead of read from `param_dir`. Their proofs cannot
     /// verify; they are returned unverified and flagged (see `crate::synthetic`).
     pub synthetic: Vec<String>,
+    /// TESTS AND BENCHMARKS ONLY. Circuit ids whose parameters come from cuzk's own INSECURE
+    /// setup (`cuzk_pce::setup`), built in memory from the circuit's PCE matrices and
+    /// `generated_seed` instead of read from `param_dir`. Proofs made with them are verified
+    /// as usual and verify — against the generated key only, which anyone with the seed can
+    /// forge against. Never set this on a prover whose proofs go on chain.
+    pub generated: Vec<String>,
+    /// Seed of the generated setup's trapdoor (`generated`); `cuzk-bench gen-setup --seed`
+    /// with the same seed writes the same verifying key.
+    pub generated_seed: u64,
 }
 
 impl Default for SrsConfig {
@@ -72,6 +81,8 @@ impl Default for SrsConfig {
             subgroup_check: SubgroupCheckSetting::Once,
             preload: vec![],
             synthetic: vec![],
+            generated: vec![],
+            generated_seed: 0,
         }
     }
 }
@@ -231,8 +242,22 @@ impl Config {
         for id in &self.srs.preload {
             cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.preload: {e}")))?;
         }
-        self.synthetic_circuits()?;
+        let synthetic = self.synthetic_circuits()?;
+        for c in self.generated_circuits()? {
+            if synthetic.contains(&c) {
+                return Err(ConfigError::Invalid(format!("{c} is in both srs.synthetic and srs.generated; pick one")));
+            }
+        }
         Ok(())
+    }
+
+    /// The circuits `srs.generated` names.
+    pub fn generated_circuits(&self) -> Result<Vec<cuzk_filecoin::CircuitId>, ConfigError> {
+        self.srs
+            .generated
+            .iter()
+            .map(|id| cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.generated: {e}"))))
+            .collect()
     }
 
     /// The circuits `srs.synthetic` names.

@@ -1,8 +1,10 @@
 //! Resident Groth16 parameters: each circuit's SRS is loaded once, shared by every job that
 //! needs it, and stays until evicted. Concurrent first uses of one circuit wait for a single
 //! load. Eviction of parameters that a job still holds is refused, never pulled from under it.
-//! Circuits listed in `srs.synthetic` get generated random parameters instead of files
-//! (benchmarks only; see `crate::synthetic`).
+//! Circuits listed in `srs.synthetic` get random parameters instead of files (benchmarks
+//! only; see `crate::synthetic`); circuits listed in `srs.generated` get parameters from
+//! cuzk's own INSECURE setup over their PCE matrices (tests and benchmarks at sizes whose
+//! ceremony files are out of reach; their proofs verify against the generated key).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -37,6 +39,16 @@ pub struct SrsCache {
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
     /// Set when `srs.synthetic` lists circuits.
     synthetic: Option<SyntheticSource>,
+    /// Set when `srs.generated` lists circuits.
+    generated: Option<GeneratedSource>,
+}
+
+/// Which circuits get generated (INSECURE) parameters, from which seed, and where their
+/// matrices come from (the same cache files the engine's PCE cache uses).
+struct GeneratedSource {
+    circuits: BTreeSet<CircuitId>,
+    seed: u64,
+    matrices: PceCache,
 }
 
 /// Which circuits get synthetic parameters, and where their shapes come from: PCE matrices
@@ -55,6 +67,9 @@ pub struct ResidentSrs {
     pub in_use: usize,
     /// Generated random parameters (`srs.synthetic`), not a trusted setup.
     pub synthetic: bool,
+    /// From a known trapdoor (`srs.generated`, or a file marked INSECURE): proofs verify
+    /// but can be forged by anyone with the seed.
+    pub insecure: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -68,7 +83,7 @@ pub enum EvictOutcome {
 
 impl SrsCache {
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
-        SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()), synthetic: None }
+        SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None }
     }
 
     pub fn from_config(config: &Config) -> Arc<Self> {
@@ -84,6 +99,18 @@ impl SrsCache {
             );
             let shapes = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
             cache.synthetic = Some(SyntheticSource { circuits, shapes });
+        }
+        let circuits: BTreeSet<CircuitId> = config.generated_circuits().unwrap_or_default().into_iter().collect();
+        if !circuits.is_empty() {
+            let list: Vec<String> = circuits.iter().map(|c| c.to_string()).collect();
+            tracing::warn!(
+                circuits = %list.join(", "), seed = config.srs.generated_seed,
+                "srs.generated is set: these circuits get INSECURE parameters from cuzk's own setup with a known \
+                 trapdoor; their proofs verify only against the generated key and can be forged by anyone with \
+                 the seed — tests and benchmarks only, never for proofs that go on chain"
+            );
+            let matrices = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
+            cache.generated = Some(GeneratedSource { circuits, seed: config.srs.generated_seed, matrices });
         }
         Arc::new(cache)
     }
@@ -109,6 +136,13 @@ impl SrsCache {
         let start = Instant::now();
         if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
             let srs = synthetic::build_srs(circuit, &source.shapes)?;
+            return Ok(Self::loaded(circuit, srs, start));
+        }
+        if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
+            let (pc, _) = source.matrices.get(circuit)?;
+            tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
+            let srs = cuzk_pce::setup::generate_srs(&pc, source.seed, &circuit.to_string())
+                .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;
             return Ok(Self::loaded(circuit, srs, start));
         }
         let files = param_files(&self.dir, circuit)
@@ -141,7 +175,12 @@ impl SrsCache {
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         let bytes = srs.resident_bytes();
         let load_time = start.elapsed();
-        tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, synthetic = srs.synthetic, "parameters resident");
+        if srs.insecure {
+            tracing::warn!(%circuit, bytes, ms = load_time.as_millis() as u64, path = %srs.path.display(),
+                "INSECURE parameters resident (generated setup with a known trapdoor): tests and benchmarks only");
+        } else {
+            tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, synthetic = srs.synthetic, "parameters resident");
+        }
         LoadedSrs { circuit, srs, pvk, bytes, load_time }
     }
 
@@ -184,6 +223,7 @@ impl SrsCache {
                     bytes: l.bytes,
                     in_use: Arc::strong_count(l) - 1,
                     synthetic: l.srs.synthetic,
+                    insecure: l.srs.insecure,
                 })
             })
             .collect()

@@ -59,7 +59,7 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
     let srs: Vec<Value> = st
         .resident_srs
         .iter()
-        .map(|r| json!({ "circuit_id": r.circuit.to_string(), "bytes": r.bytes, "in_use": r.in_use, "synthetic": r.synthetic }))
+        .map(|r| json!({ "circuit_id": r.circuit.to_string(), "bytes": r.bytes, "in_use": r.in_use, "synthetic": r.synthetic, "insecure": r.insecure }))
         .collect();
     let devices: Vec<Value> = st
         .devices

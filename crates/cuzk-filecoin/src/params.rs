@@ -1,20 +1,24 @@
-//! Parameter (SRS) files: which file belongs to which circuit, and generation of **insecure,
-//! test-only** parameters for small sectors.
+//! Parameter (SRS) files: which file belongs to which circuit, and writing **insecure,
+//! generated** parameters (the test fixtures' and `cuzk-bench gen-setup`'s).
 //!
 //! File names are filecoin-proofs' own (`v28-<circuit identifier hash>.params` / `.vk`), derived
 //! through storage-proofs' `CacheableParameters::cache_identifier`, so a parameter directory laid
 //! out for filecoin-proofs works for cuzk unchanged.
 //!
-//! Generated parameters come from a seeded RNG anyone can reproduce: they prove and verify
-//! like real ones but offer no security. They are only ever written by the fixture generator,
-//! which marks the directory as test-only.
+//! Generated parameters come from cuzk's own setup (`cuzk_pce::setup`) over the circuit's
+//! recorded R1CS, with a trapdoor from a seed anyone can reproduce: they prove and verify like
+//! real ones but offer no security. Every such file gets a `<file>.params.INSECURE` marker
+//! beside it (cuzk loads marked files as insecure and says so), and the fixture directory is
+//! marked as test-only too.
 
 use std::fs;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+#[cfg(test)]
 use bellperson::groth16;
+#[cfg(test)]
 use blstrs::Bls12;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::{public_params, window_post_public_params, winning_post_public_params};
@@ -95,27 +99,52 @@ type SnapTree<Tree> = storage_proofs_core::merkle::LCTree<
     <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
-/// Generate insecure test parameters for `circuit` into `dir` unless both files already exist.
-/// Files are written to a temporary name and renamed into place, so a reader never sees a
-/// half-written file even if generation is interrupted. Returns true if it generated.
+/// Generate insecure test parameters for `circuit` into `dir` unless both files already exist
+/// (the setup's seed is drawn from `rng`). Files are written to a temporary name and renamed
+/// into place, so a reader never sees a half-written file even if generation is interrupted.
+/// Returns true if it generated.
 pub fn generate_test_params(dir: &Path, circuit: CircuitId, rng: &mut (impl RngCore + Send)) -> Result<bool> {
     let files = param_files(dir, circuit)?;
     if files.params.exists() && files.vk.exists() {
         return Ok(false);
     }
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let reg = circuit.representative();
-    let size = reg.sector_size().bytes();
-    let params = match reg {
-        Registered::Seal(p) => with_shape!(size, porep_generate, &p.as_v1_config(), &mut *rng),
-        Registered::Winning(p) => with_shape!(size, winning_generate, &p.as_v1_config(), &mut *rng),
-        Registered::Window(p) => with_shape!(size, window_generate, &p.as_v1_config(), &mut *rng),
-        Registered::Update(_) => with_shape!(size, snap_generate, size, &mut *rng),
-    }?;
-    write_atomically(&files.vk, |w| params.vk.write(w))?;
-    write_atomically(&files.params, |w| params.write(w))?;
+    let pc = blank_circuit(circuit)?.extract().with_context(|| format!("recording the R1CS of {circuit}"))?;
+    let seed = rng.next_u64();
+    let srs = cuzk_pce::setup::generate_srs(&pc, seed, &circuit.to_string()).with_context(|| format!("setup of {circuit}"))?;
+    write_generated(&files, &srs, &format!("{circuit}, seed {seed}"))?;
     Ok(true)
 }
+
+/// Write generated (insecure) parameters as `files`: the `.vk`, the `.params`, the
+/// `.params.INSECURE` marker, and the subgroup-check sidecar (every point is a multiple of the
+/// generator, so the first load need not spend minutes checking what was just written).
+pub fn write_generated(files: &ParamFiles, srs: &cuzk_groth16::Srs, what: &str) -> Result<()> {
+    if let Some(dir) = files.params.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let marker = cuzk_groth16::srs::insecure_marker(&files.params);
+    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n")).with_context(|| format!("writing {}", marker.display()))?;
+    write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(&srs.vk, w))?;
+    write_atomically(&files.params, |w| cuzk_groth16::srs::write_params(srs, w))?;
+    cuzk_groth16::srs::mark_checked(&files.params);
+    Ok(())
+}
+
+/// Write only the verifying key of generated parameters (what filecoin-proofs' verifiers read),
+/// with the same marker beside it.
+pub fn write_generated_vk(files: &ParamFiles, vk: &cuzk_groth16::VerifyingKey, what: &str) -> Result<()> {
+    if let Some(dir) = files.vk.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let marker = cuzk_groth16::srs::insecure_marker(&files.vk);
+    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n")).with_context(|| format!("writing {}", marker.display()))?;
+    write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(vk, w))
+}
+
+/// What every marker of generated parameters says.
+pub const INSECURE_MARKER_TEXT: &str = "INSECURE generated Groth16 parameters: made by cuzk's own setup from a \
+publicly known seed, NOT the Filecoin trusted-setup ceremony. Anyone can forge proofs that verify \
+against them. For tests and benchmarks only.\n";
 
 fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) -> std::io::Result<()>) -> Result<()> {
     let tmp = path.with_extension(format!(
@@ -131,6 +160,7 @@ fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) ->
     Ok(())
 }
 
+#[cfg(test)]
 type Params = groth16::Parameters<Bls12>;
 
 /// The blank circuit of `circuit` (no witness values): what parameters are generated from,
@@ -166,26 +196,67 @@ fn snap_blank<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64) -> Result<Box<
     Ok(Box::new(<EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::blank_circuit(&pp)))
 }
 
+#[cfg(test)]
 fn porep_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoRepConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
     let pp = public_params::<Tree>(cfg)?;
     let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
+#[cfg(test)]
 fn winning_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
     let pp = winning_post_public_params::<Tree>(cfg)?;
     let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
+#[cfg(test)]
 fn window_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
     let pp = window_post_public_params::<Tree>(cfg)?;
     let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
+#[cfg(test)]
 fn snap_generate<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64, rng: &mut (impl RngCore + Send)) -> Result<Params> {
     let pp = storage_proofs_update::PublicParams::from_sector_size(sector_bytes);
     let circuit = <EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
+}
+
+/// bellperson's own generator for `circuit`: what the generated setup is compared against.
+#[cfg(test)]
+fn bellperson_params(circuit: CircuitId, rng: &mut (impl RngCore + Send)) -> Result<Params> {
+    let reg = circuit.representative();
+    let size = reg.sector_size().bytes();
+    match reg {
+        Registered::Seal(p) => with_shape!(size, porep_generate, &p.as_v1_config(), &mut *rng),
+        Registered::Winning(p) => with_shape!(size, winning_generate, &p.as_v1_config(), &mut *rng),
+        Registered::Window(p) => with_shape!(size, window_generate, &p.as_v1_config(), &mut *rng),
+        Registered::Update(_) => with_shape!(size, snap_generate, size, &mut *rng),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// The generated setup lays out every query as bellperson's generator does for the same
+    /// Filecoin circuit (lengths, so densities and dropped points at infinity), for the two
+    /// 2 KiB circuits bellperson generates in seconds (PoRep and SnapDeals take minutes there;
+    /// their lengths are checked against the prover's densities by the proofs that verify).
+    #[test]
+    fn generated_query_lengths_equal_bellpersons_for_filecoin_circuits() {
+        for id in ["wpost-2k", "winning-2k"] {
+            let circuit = CircuitId::parse(id).unwrap();
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+            let theirs = bellperson_params(circuit, &mut rng).unwrap();
+            let pc = blank_circuit(circuit).unwrap().extract().unwrap();
+            let ours = cuzk_pce::setup::generate_srs(&pc, 1, id).unwrap();
+            let lens = [ours.h.len(), ours.l.len(), ours.a.len(), ours.b_g1.len(), ours.b_g2.len(), ours.vk.ic.len()];
+            let want = [theirs.h.len(), theirs.l.len(), theirs.a.len(), theirs.b_g1.len(), theirs.b_g2.len(), theirs.vk.ic.len()];
+            assert_eq!(lens, want, "{id}: h, l, a, b_g1, b_g2, ic");
+        }
+    }
 }

@@ -1,0 +1,77 @@
+//! `cuzk-bench gen-setup`: cuzk's INSECURE generated Groth16 setup of one circuit, written as
+//! a bellperson `.params` / `.vk` pair under filecoin-proofs' file names (or only the `.vk`,
+//! which is what filecoin-proofs' verifiers read and takes seconds even for porep-32g), each
+//! with a `.INSECURE` marker beside it. The same circuit and `--seed` give the same files, and
+//! the same key a daemon builds in memory with `srs.generated` and `srs.generated_seed`.
+//!
+//! The matrices come from the circuit's PCE cache file (`--pce-dir`), extracted and saved there
+//! if missing. Refuses to write into a directory that holds a parameter file without the
+//! marker: real parameters are never overwritten.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use cuzk_core::pce_cache::PceCache;
+use cuzk_filecoin::params::{param_files, write_generated, write_generated_vk};
+use cuzk_filecoin::CircuitId;
+use cuzk_groth16::srs::insecure_marker;
+
+use crate::report::{bytes, secs};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Circuit id, e.g. porep-32g.
+    #[arg(long)]
+    circuit: String,
+    /// Seed of the trapdoor (the daemon's srs.generated_seed).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Parameter directory to write into (file names are filecoin-proofs').
+    #[arg(long)]
+    out: PathBuf,
+    /// Only the verifying key.
+    #[arg(long)]
+    vk_only: bool,
+    /// PCE cache directory (default: <out>/pce).
+    #[arg(long)]
+    pce_dir: Option<PathBuf>,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let circuit = CircuitId::parse(&args.circuit)?;
+    let files = param_files(&args.out, circuit)?;
+    for f in [&files.params, &files.vk] {
+        if f.exists() && !insecure_marker(f).exists() && !insecure_marker(&files.params).exists() {
+            bail!("{} exists and is not marked INSECURE: it may be real parameters; refusing to overwrite it", f.display());
+        }
+    }
+    let start = Instant::now();
+    let pce_dir = args.pce_dir.clone().unwrap_or_else(|| args.out.join("pce"));
+    let (pc, source) = PceCache::new(pce_dir, args.out.clone()).get(circuit)?;
+    let matrices = start.elapsed();
+    eprintln!("{circuit}: matrices {source:?} in {} ({})", secs(matrices), pc.stats());
+    let what = format!("{circuit}, seed {}", args.seed);
+    if args.vk_only {
+        let vk = cuzk_pce::setup::generate_vk(&pc, args.seed).with_context(|| format!("verifying key of {circuit}"))?;
+        write_generated_vk(&files, &vk, &what)?;
+        println!("INSECURE verifying key of {circuit} (seed {}) written to {} in {}", args.seed, files.vk.display(), secs(start.elapsed()));
+        return Ok(());
+    }
+    let setup_start = Instant::now();
+    let srs = cuzk_pce::setup::generate_srs(&pc, args.seed, &circuit.to_string()).with_context(|| format!("setup of {circuit}"))?;
+    let setup = setup_start.elapsed();
+    let write_start = Instant::now();
+    write_generated(&files, &srs, &what)?;
+    println!(
+        "INSECURE parameters of {circuit} (seed {}): setup {} ({} G1 + {} G2 points), written to {} ({}) in {}",
+        args.seed,
+        secs(setup),
+        srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len() + srs.vk.ic.len(),
+        srs.b_g2.len(),
+        files.params.display(),
+        bytes(srs.resident_bytes()),
+        secs(write_start.elapsed()),
+    );
+    Ok(())
+}
