@@ -5,6 +5,7 @@ mod client;
 mod compare;
 mod demo;
 mod fixtures;
+mod gen_consistent;
 mod gen_setup;
 mod gen_synthetic;
 #[cfg(feature = "cuda")]
@@ -95,6 +96,9 @@ enum Command {
     /// verify against its key and can be forged by anyone with the seed) as a .params/.vk pair
     /// under filecoin-proofs' file names, or with --vk-only just the verifying key.
     GenSetup(gen_setup::Args),
+    /// Write self-consistent inputs of the real shape (sparse sectors) for a PoRep, WinningPoSt
+    /// or WindowPoSt circuit of any size; their proofs verify against a generated setup.
+    GenConsistent(gen_consistent::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -124,5 +128,6 @@ fn main() -> anyhow::Result<()> {
         Command::GenSynthetic(args) => gen_synthetic::run(&args),
         Command::SyntheticParams(args) => synthetic_params::run(&args),
         Command::GenSetup(args) => gen_setup::run(&args),
+        Command::GenConsistent(args) => gen_consistent::run(&args),
     }
 }

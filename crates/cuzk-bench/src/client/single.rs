@@ -1,6 +1,8 @@
 //! `cuzk-bench single`: one proof through the daemon. The inputs come from the fixture set
-//! (`--fixtures DIR --kind K`, and the proof is then checked with filecoin-proofs' verifier) or
-//! from files (`--c1` for PoRep, `--vanilla` for PoSt/SnapDeals, plus the scalar fields).
+//! (`--fixtures DIR --kind K`, and the proof is then checked with filecoin-proofs' verifier),
+//! from a consistent input set (`--consistent DIR`, checked with filecoin-proofs when
+//! `--verify-dir` holds the generated verifying key in `params/`), or from files (`--c1` for
+//! PoRep, `--vanilla` for PoSt/SnapDeals, plus the scalar fields).
 //! Sends `Prove`, or `SubmitProof` (+ `AwaitProof` with `--timeout-ms`) and prints the job's
 //! outcome and timings as a table. A job proved with synthetic parameters (daemon configured
 //! with `srs.synthetic`) is reported as UNVERIFIED with its timings, and exits 0.
@@ -9,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use cuzk_filecoin::fixtures::consistent::inputs::InputSet;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_core::synthetic::is_unverified_message;
 use cuzk_filecoin::{ProofKind, ProofRequest};
@@ -23,9 +26,16 @@ pub struct Args {
     /// Fixture set to take the inputs from (used unless --c1 or --vanilla is given).
     #[command(flatten)]
     fixtures: crate::FixtureDir,
-    /// Proof kind: porep, winning, wpost or snap.
-    #[arg(long, value_parser = parse_kind)]
-    kind: ProofKind,
+    /// Proof kind: porep, winning, wpost or snap (taken from the set with --consistent).
+    #[arg(long, value_parser = parse_kind, required_unless_present = "consistent")]
+    kind: Option<ProofKind>,
+    /// A consistent input set (`cuzk-bench gen-consistent`) to take every input from.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["c1", "vanilla"])]
+    consistent: Option<PathBuf>,
+    /// With --consistent: check the proof with filecoin-proofs' verifier, reading the
+    /// verifying key from DIR/params (`cuzk-bench gen-setup --vk-only --out DIR/params`).
+    #[arg(long, value_name = "DIR", requires = "consistent")]
+    verify_dir: Option<PathBuf>,
     /// Go abi registered-proof number (file mode; required there).
     #[arg(long)]
     registered_proof: Option<u64>,
@@ -101,8 +111,9 @@ impl Args {
             v.as_deref().map_or(Ok(vec![]), |s| parse_hex32(name, s).map(|b| b.to_vec()))
         };
         let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        let kind = self.kind.context("--kind is required with --c1/--vanilla")?;
         let mut req = ProofRequest {
-            kind: Some(self.kind),
+            kind: Some(kind),
             registered_proof,
             sector_number: self.sector_number.unwrap_or(0),
             miner_id: self.miner_id.unwrap_or(0),
@@ -113,7 +124,7 @@ impl Args {
             comm_d_new: hex("--comm-d-new", &self.comm_d_new)?,
             ..Default::default()
         };
-        match self.kind {
+        match kind {
             ProofKind::PoRepSealCommit => {
                 let c1 = self.c1.as_ref().context("PoRep needs --c1 FILE")?;
                 req.vanilla_proof = read(c1)?;
@@ -123,10 +134,10 @@ impl Args {
             }
             _ => {
                 if self.c1.is_some() {
-                    bail!("--c1 is for PoRep; {} takes --vanilla FILE (repeatable)", self.kind);
+                    bail!("--c1 is for PoRep; {kind} takes --vanilla FILE (repeatable)");
                 }
                 if self.vanilla.is_empty() {
-                    bail!("{} needs at least one --vanilla FILE", self.kind);
+                    bail!("{kind} needs at least one --vanilla FILE");
                 }
                 req.vanilla_proofs = self.vanilla.iter().map(read).collect::<Result<_>>()?;
             }
@@ -137,7 +148,20 @@ impl Args {
 
 pub async fn run(addr: &str, args: Args) -> Result<()> {
     let dir = &args.fixtures.dir;
-    let fixture = if args.file_mode() {
+    let consistent = match &args.consistent {
+        Some(set_dir) => {
+            if let Some(flag) = args.file_only_flag() {
+                bail!("{flag} does not apply with --consistent; every input comes from {}", set_dir.display());
+            }
+            let set = InputSet::load(set_dir)?;
+            if let Some(vdir) = &args.verify_dir {
+                cuzk_filecoin::fixtures::set_filecoin_env(vdir)?;
+            }
+            Some(set)
+        }
+        None => None,
+    };
+    let fixture = if args.file_mode() || consistent.is_some() {
         None
     } else {
         let m = cuzk_filecoin::fixtures::load(dir).with_context(|| {
@@ -145,15 +169,17 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
         })?;
         Some(m)
     };
-    let req = match &fixture {
-        Some(m) => {
+    let req = match (&fixture, &consistent, &args.consistent) {
+        (Some(m), _, _) => {
             if let Some(flag) = args.file_only_flag() {
                 bail!("{flag} only applies with --c1/--vanilla; fixture mode takes every input from {}", dir.display());
             }
-            request(dir, m, args.kind)?
+            request(dir, m, args.kind.context("--kind is required in fixture mode")?)?
         }
-        None => args.file_request()?,
+        (None, Some(set), Some(set_dir)) => set.request(set_dir)?,
+        _ => args.file_request()?,
     };
+    let kind = req.kind.context("the request has no kind")?;
     let submit = to_wire(&req, args.request_id.clone(), args.priority);
 
     let mut client = connect(addr).await?;
@@ -178,7 +204,7 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
             client.await_proof(wait).await.map_err(|s| rpc_error("AwaitProof", s))?.into_inner()
         }
         None => {
-            eprintln!("proving {} …", args.kind);
+            eprintln!("proving {kind} …");
             let r = client.prove(v1::ProveRequest { submit: Some(submit) }).await.map_err(|s| rpc_error("Prove", s))?;
             r.into_inner().result.context("Prove returned no result")?
         }
@@ -186,14 +212,12 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
     let round_trip = started.elapsed();
 
     let completed = result.status == v1::await_proof_response::Status::Completed as i32;
-    let verdict = match (&fixture, completed) {
-        (Some(m), true) => {
-            let ok = verify_with_filecoin_proofs(dir, m, args.kind, &result.proof)?;
-            Some(ok)
-        }
+    let verdict = match (&fixture, &consistent, completed) {
+        (Some(m), _, true) => Some(verify_with_filecoin_proofs(dir, m, kind, &result.proof)?),
+        (None, Some(set), true) if args.verify_dir.is_some() => Some(set.verify_with_filecoin_proofs(&result.proof)?),
         _ => None,
     };
-    print_result(args.kind, &result, round_trip, verdict);
+    print_result(kind, &result, round_trip, verdict);
     if let (Some(path), true) = (&args.out, completed) {
         std::fs::write(path, &result.proof).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("proof written to {}", path.display());
