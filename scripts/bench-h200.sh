@@ -4,9 +4,18 @@
 # what the targets are stated for, so on a bigger host cuzk is pinned to 16 cores (TP_CPUS),
 # one GPU, and a memory budget that fits 128 GB; the peer gets the same 16 cores and GPU.
 #
+#   scripts/bench-h200.sh BIN_DIR porep32  cuzk, verified: 32 GiB PoRep N=4 at J=2
+#   scripts/bench-h200.sh BIN_DIR porep64  cuzk, verified: 64 GiB PoRep N=1
+#   scripts/bench-h200.sh BIN_DIR post32   cuzk, verified: WinningPoSt 32 GiB (N=2), then a full
+#                                          WindowPoSt 32 GiB partition (2349 sectors, N=1)
 #   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
+#
+# Every cuzk run proves consistent inputs with parameters from cuzk's generated, INSECURE setup
+# (built in the daemon at preload), so every proof is verified by the daemon and the first of
+# each run by filecoin-proofs (see bench-throughput.sh); TP_INPUTS=synthetic restores the old
+# random, unverifiable inputs. Each daemon start generates the setup again (minutes at 32 GiB).
 #
 # WORK (default ./work) must be on disk, not tmpfs: the peer's parameter file is 47 GB.
 # SIZE and BACKEND (defaults 32GiB, cuda) exist to rehearse the script small, on a CPU.
@@ -30,17 +39,23 @@ echo "host: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; pinned to 
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 df -h "$work" | tail -1
 
-ours() { # name N J deadline [extra gpu keys]
-    local name=$1 n=$2 j=$3 deadline=$4 keys=${5:-}
-    echo "=== cuzk: $name (N=$n, J=$j, deadline ${deadline} s)"
+ours() { # name N J deadline [extra gpu keys] [circuit or size]
+    local name=$1 n=$2 j=$3 deadline=$4 keys=${5:-} what=${6:-${SIZE:-32GiB}}
+    echo "=== cuzk: $name $what (N=$n, J=$j, deadline ${deadline} s)"
     TP_DEADLINE=$deadline TP_GPUS="$gpu_keys${keys:+$'\n'$keys}" \
-        bash "$here/bench-throughput.sh" "$bin" "$work/tp" "${SIZE:-32GiB}" "$n" "$j" "${BACKEND:-cuda}" "$work/extra.toml" 2>&1 | tee "$out/ours-$name.log"
+        bash "$here/bench-throughput.sh" "$bin" "$work/tp" "$what" "$n" "$j" "${BACKEND:-cuda}" "$work/extra.toml" 2>&1 | tee "$out/ours-$name.log"
     # The device tool returns few files: one archive per run.
     tar czf "$out/$name.tgz" -C "$work/tp/results" timeline.csv status.json metrics.txt daemon.log nvidia-smi.csv 2>/dev/null
     rm -f "$work/tp/results/"{done-*,proof-*,timeline.csv,status.json,metrics.txt} "$out/"{timeline.csv,status.json,metrics.txt}
 }
 
 case "$mode" in
+    porep32) ours porep32 4 2 "${D0:-240}" "" 32GiB ;;
+    porep64) ours porep64 1 1 "${D0:-240}" "" 64GiB ;;
+    post32)
+        ours winning32 2 1 "${D0:-60}" "" winning-32g
+        TP_SECTORS=2349 ours wpost32 1 1 "${D1:-120}" "" wpost-32g
+        ;;
     ours)
         ours single 1 1 "${D0:-110}"
         ours device-matvec 5 3 "${D1:-200}"

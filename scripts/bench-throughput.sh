@@ -1,38 +1,59 @@
 #!/usr/bin/env bash
-# Throughput benchmark of PoRep C2 against a running cuzk-daemon, on synthetic inputs of the
-# real shape (issue #6): one command generates the inputs, starts the daemon, runs N proofs at
-# concurrency J, and prints s/proof, first-proof latency, peak host RSS, peak device memory and
-# GPU busy time; the per-partition timeline (synthesis, prover, device spans) is saved as CSV.
+# Throughput benchmark against a running cuzk-daemon, on inputs of the real shape: one command
+# generates the inputs, starts the daemon, runs N proofs at concurrency J, and prints s/proof,
+# first-proof latency, how many proofs verified, peak host RSS, peak device memory and GPU
+# busy time; the per-partition timeline (synthesis, prover, device spans) is saved as CSV.
 #
-#   scripts/bench-throughput.sh BIN_DIR WORK_DIR SIZE N J [cpu|cuda] [EXTRA_TOML_FILE]
-#   e.g. scripts/bench-throughput.sh devcarry /tmp/tp 32GiB 4 2 cuda
+#   scripts/bench-throughput.sh BIN_DIR WORK_DIR SIZE|CIRCUIT N J [cpu|cuda] [EXTRA_TOML_FILE]
+#   e.g. scripts/bench-throughput.sh devcarry /tmp/tp 32GiB 4 2 cuda        (PoRep 32 GiB)
+#        TP_SECTORS=2349 scripts/bench-throughput.sh devcarry /tmp/tp wpost-32g 1 1 cuda
+#
+# By default the proofs VERIFY: the inputs are self-consistent sparse sectors
+# (`cuzk-bench gen-consistent`, seed 1) and the daemon builds its parameters with cuzk's own
+# INSECURE generated setup ([srs] generated, seed 1) from the circuit's PCE matrices, so every
+# proof is checked by the daemon (COMPLETED) and the first one also by filecoin-proofs' own
+# verifier against the generated verifying key (`cuzk-bench gen-setup --vk-only`).
+# TP_INPUTS=synthetic switches to the old timing-only run (PoRep only): random C1 values and
+# random parameters ([srs] synthetic), proofs reported UNVERIFIED.
 #
 # The script writes [daemon], [srs] and [gpus] itself; EXTRA_TOML_FILE may add other sections
-# ([pipeline], [memory], …), and TP_GPUS may add keys to [gpus] (e.g. 'devices = [0]').
-#
-# The parameters are synthetic ([srs] synthetic): proofs cannot verify and the daemon reports
-# each one FAILED/UNVERIFIED — expected here; the timings are what is measured. The PCE matrices
-# are extracted on first use (a 32 GiB PoRep takes ~90 s and ~15 GB) and cached in WORK_DIR.
+# ([pipeline], [memory], …), and TP_GPUS may add keys to [gpus] (e.g. 'devices = [0]'). The PCE
+# matrices are extracted on first use (a 32 GiB PoRep takes ~90 s and ~15 GB) and cached in
+# WORK_DIR; the setup is generated in the daemon's memory at preload (its time is printed).
 # Results go to WORK_DIR/results (and to $OUT when set, for the device tool).
 #
 # Environment: TP_DEADLINE=S stops waiting for proofs after S seconds (the figures are then
 # over the proofs that finished; the device tool's commands have a hard time limit);
 # TP_CPUS=LIST pins the daemon to those cores (taskset), e.g. 0-15 to measure a 16-core host
-# on a bigger one.
+# on a bigger one; TP_SECTORS=K sectors per PoSt partition (default 1).
 set -u
 bin=$(realpath "$1"); work=$2; size=$3; n=$4; j=$5; backend=${6:-cuda}; extra=${7:-}
 mkdir -p "$work/params" "$work/results"
 res="$work/results"
+rm -f "$res"/done-* "$res"/proof-*.log
 case "$size" in
     2KiB|2k) circuit=porep-2k; rp=5 ;;
     8MiB|8m) circuit=porep-8m; rp=6 ;;
     512MiB|512m) circuit=porep-512m; rp=7 ;;
     32GiB|32g) circuit=porep-32g; rp=8 ;;
     64GiB|64g) circuit=porep-64g; rp=9 ;;
-    *) echo "size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB" >&2; exit 2 ;;
+    porep-*|winning-*|wpost-*) circuit=$size ;;
+    *) echo "size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB, or a circuit id (porep-32g, winning-32g, wpost-32g)" >&2; exit 2 ;;
 esac
-c1="$work/c1-$circuit.json"
-[[ -f $c1 ]] || "$bin/cuzk-bench" gen-synthetic --sector-size "$size" --seed 1 -o "$c1" || exit 1
+inputs=${TP_INPUTS:-consistent}
+if [[ $inputs == synthetic ]]; then
+    [[ $circuit == porep-* ]] || { echo "TP_INPUTS=synthetic is for PoRep only" >&2; exit 2; }
+    c1="$work/c1-$circuit.json"
+    [[ -f $c1 ]] || "$bin/cuzk-bench" gen-synthetic --sector-size "${circuit#porep-}" --seed 1 -o "$c1" || exit 1
+    srs_keys="synthetic = [\"$circuit\"]"
+else
+    set_dir="$work/inputs-$circuit-${TP_SECTORS:-1}"
+    t=$SECONDS
+    [[ -f $set_dir/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit "$circuit" --sectors "${TP_SECTORS:-1}" --seed 1 --out "$set_dir" || exit 1
+    echo "consistent inputs: $((SECONDS - t)) s"
+    srs_keys="generated = [\"$circuit\"]
+generated_seed = 1"
+fi
 
 sock="$work/cuzk.sock"; port=$((20000 + RANDOM % 20000))
 cat > "$work/cuzk.toml" <<TOML
@@ -43,7 +64,7 @@ http_listen = "127.0.0.1:$port"
 shutdown_grace_secs = 1
 [srs]
 param_dir = "$work/params"
-synthetic = ["$circuit"]
+$srs_keys
 [gpus]
 backend = "$backend"
 ${TP_GPUS:-}
@@ -76,14 +97,34 @@ for _ in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$daemon" 2>/dev/null |
 # Parameters (and PCE matrices) before the clock starts: preload waits for them.
 t=$SECONDS
 "$bin/cuzk-bench" --addr "unix://$sock" preload "$circuit" || { tail -20 "$res/daemon.log"; exit 1; }
-echo "setup (PCE matrices + synthetic parameters): $((SECONDS - t)) s"
+echo "preload (PCE matrices + $inputs parameters): $((SECONDS - t)) s"
+grep -ho 'setup: [A-Za-z ,]*[^ ]* secs=[0-9.]*\|circuit=[^ ]* secs=[0-9.]* setup: QAP[^ ]*' "$res/daemon.log" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | head -5
+# The generated verifying key, for filecoin-proofs' own verifier (seconds: no setup needed).
+if [[ $inputs != synthetic ]]; then
+    "$bin/cuzk-bench" gen-setup --circuit "$circuit" --seed 1 --vk-only --out "$work/verify/params" --pce-dir "$work/params/pce" \
+        | tail -1 || exit 1
+fi
 
 # CPU time of the daemon (all threads, user + system, in clock ticks) around the proofs.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
 cpu0=$(cpu_ticks)
 start=$(date +%s.%N)
-timeout "${TP_DEADLINE:-86400}" sh -c "seq '$n' | xargs -P '$j' -I{} sh -c \"'$bin/cuzk-bench' --addr 'unix://$sock' single --kind porep --registered-proof $rp \
-    --sector-number {} --request-id tp-{} --c1 '$c1' > '$res/proof-{}.log' 2>&1; date +%s.%N > '$res/done-{}'\"" \
+# One proof: `prove-one.sh I` (proof 1 is also checked with filecoin-proofs' verifier when
+# the inputs are consistent).
+cat > "$work/prove-one.sh" <<SH
+#!/usr/bin/env bash
+i=\$1
+v=()
+[[ \$i == 1 && $inputs != synthetic ]] && v=(--verify-dir "$work/verify")
+if [[ $inputs == synthetic ]]; then
+    args=(--kind porep --registered-proof ${rp:-0} --sector-number "\$i" --c1 "${c1:-}")
+else
+    args=(--consistent "${set_dir:-}")
+fi
+"$bin/cuzk-bench" --addr "unix://$sock" single "\${args[@]}" "\${v[@]}" --request-id "tp-\$i" > "$res/proof-\$i.log" 2>&1
+date +%s.%N > "$res/done-\$i"
+SH
+timeout "${TP_DEADLINE:-86400}" sh -c "seq '$n' | xargs -P '$j' -I{} bash '$work/prove-one.sh' {}" \
     || echo "proof phase stopped after ${TP_DEADLINE:-?} s (TP_DEADLINE); figures below cover the proofs that finished"
 end=$(date +%s.%N)
 cpu1=$(cpu_ticks)
@@ -134,5 +175,7 @@ if rows:
     print(f"daemon CPU time during the proofs: {cpu:.0f} core-s = {cpu / len(rows):.1f} core-s per partition "
           f"({cpu / wall:.1f} cores busy on average; all threads: synthesis, host-side proving, gRPC)")
 PY
-grep -h "UNVERIFIED\|error\|Error" "$res"/proof-*.log | sort | uniq -c | head -5
+echo "proofs COMPLETED (verified by the daemon): $(grep -l 'COMPLETED' "$res"/proof-*.log 2>/dev/null | wc -l) of $n"
+echo "filecoin-proofs verify of proof 1: $(grep 'filecoin-proofs verify' "$res/proof-1.log" 2>/dev/null | grep -o 'valid\|INVALID' || echo 'not checked')"
+grep -h "UNVERIFIED\|error\|Error\|INVALID" "$res"/proof-*.log | sort | uniq -c | head -5
 cp "$res"/{timeline.csv,status.json,metrics.txt} "${OUT:-/nonexistent}/" 2>/dev/null || true
