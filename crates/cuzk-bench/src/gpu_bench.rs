@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use cuzk_core::config::B2Placement;
-use cuzk_core::{pipeline, Config, Engine};
+use cuzk_core::{Config, Engine};
 use cuzk_cuda::buffer::DeviceBuffer;
 use cuzk_cuda::pce::DevicePce;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
