@@ -43,7 +43,7 @@ fn main() {
     let adx = blst_uses_adx();
     let newest = archs.iter().max_by_key(|a| a.parse::<u32>().unwrap_or(0)).unwrap().to_string();
     std::thread::scope(|scope| {
-        for file in ["device", "ntt", "msm", "matvec"] {
+        for file in ["device", "ntt", "msm", "matvec", "setup"] {
             let (sppark_root, blst_src, archs, newest) = (&sppark_root, &blst_src, &archs, &newest);
             let adx = adx;
             scope.spawn(move || {

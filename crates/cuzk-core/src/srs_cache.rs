@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use cuzk_filecoin::params::param_files;
 use cuzk_filecoin::CircuitId;
+use cuzk_groth16::setup::FixedBaseMul;
 use cuzk_groth16::srs::load_verifying_key;
 use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
 use parking_lot::Mutex;
@@ -49,6 +50,7 @@ struct GeneratedSource {
     circuits: BTreeSet<CircuitId>,
     seed: u64,
     matrices: PceCache,
+    mul: Arc<dyn FixedBaseMul>,
 }
 
 /// Which circuits get synthetic parameters, and where their shapes come from: PCE matrices
@@ -86,7 +88,9 @@ impl SrsCache {
         SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None }
     }
 
-    pub fn from_config(config: &Config) -> Arc<Self> {
+    /// The cache `config` describes. `setup_engine` supplies the generated setup's multiplier
+    /// (CPU or device); it is only called when `srs.generated` lists circuits.
+    pub fn from_config(config: &Config, setup_engine: impl FnOnce() -> Arc<dyn FixedBaseMul>) -> Arc<Self> {
         let mut cache = Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into());
         // `validate` has checked the ids; an unparsable one here would be a bug upstream.
         let circuits: BTreeSet<CircuitId> = config.synthetic_circuits().unwrap_or_default().into_iter().collect();
@@ -110,7 +114,9 @@ impl SrsCache {
                  the seed — tests and benchmarks only, never for proofs that go on chain"
             );
             let matrices = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
-            cache.generated = Some(GeneratedSource { circuits, seed: config.srs.generated_seed, matrices });
+            let mul = setup_engine();
+            tracing::info!(engine = %mul.name(), "generated setup: fixed-base multiplications run here");
+            cache.generated = Some(GeneratedSource { circuits, seed: config.srs.generated_seed, matrices, mul });
         }
         Arc::new(cache)
     }
@@ -141,7 +147,7 @@ impl SrsCache {
         if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
             let (pc, _) = source.matrices.get(circuit)?;
             tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
-            let srs = cuzk_pce::setup::generate_srs(&pc, source.seed, &circuit.to_string())
+            let srs = cuzk_pce::setup::generate_srs_with(&pc, source.seed, &circuit.to_string(), &*source.mul)
                 .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;
             return Ok(Self::loaded(circuit, srs, start));
         }

@@ -12,6 +12,7 @@
 //! * [`msm`] — MSM contexts whose points stay resident on a device (or stream from pinned
 //!   host memory when the device is too small);
 //! * [`pce`] — PCE matrices resident on a device and a = A·w, b = B·w, c = C·w there;
+//! * [`setup`] — the generated setup's fixed-base multiplications on a device;
 //! * [`prover`] — [`CudaProver`], the `ProverBackend`: per-device locks, device choice,
 //!   retry on another device or the CPU;
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too).
@@ -29,6 +30,7 @@ mod imp {
     pub mod pce;
     pub mod prover;
     mod resident;
+    pub mod setup;
 }
 
 #[cfg(feature = "cuda")]

@@ -350,3 +350,23 @@ fn wrong_parameters_are_a_shape_error_on_the_gpu_too() {
     let e = prover.prove(&srs, cs, Randomness::random(&mut r), &Default::default()).unwrap_err();
     assert!(matches!(e, cuzk_groth16::ProveError::ShapeMismatch(_)), "{e}");
 }
+
+#[test]
+fn setup_fixed_base_matches_cpu_in_g1_and_g2() {
+    use cuzk_groth16::setup::{CpuFixedBase, FixedBaseMul};
+    let mut r = rng(21);
+    // Random scalars, the edge scalars, and more than one device chunk's worth in G1.
+    let mut s = edge_scalars(&mut r, 3000);
+    s.extend([Fr::ZERO, Fr::ONE, -Fr::ONE]);
+    s.extend((0..255).map(|i| Fr::from(2).pow_vartime([i])));
+    let cpu = CpuFixedBase::new();
+    let gpu = cuzk_cuda::setup::CudaFixedBase::new(DEV);
+    assert!(gpu.g1(&s).unwrap() == cpu.g1(&s).unwrap(), "G1");
+    assert!(gpu.g2(&s).unwrap() == cpu.g2(&s).unwrap(), "G2");
+    let big = random_scalars(&mut r, (1 << 22) + 123);
+    let (g, c) = (gpu.g1(&big).unwrap(), cpu.g1(&big[..5000]).unwrap());
+    assert_eq!(g.len(), big.len());
+    assert!(g[..5000] == c[..], "G1, first chunk");
+    let tail = cpu.g1(&big[big.len() - 200..]).unwrap();
+    assert!(g[big.len() - 200..] == tail[..], "G1, past the first device chunk");
+}

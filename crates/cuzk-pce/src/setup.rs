@@ -26,9 +26,16 @@ pub fn generated_path(label: &str, seed: u64) -> PathBuf {
     format!("generated://{label}?seed={seed} (INSECURE)").into()
 }
 
-/// The full parameters of `pc` from the trapdoor of `seed`. Deterministic: the same matrices
-/// and seed give the same points. `label` names them (see [`generated_path`]).
+/// The full parameters of `pc` from the trapdoor of `seed`, multiplied on the CPU.
+/// Deterministic: the same matrices and seed give the same points. `label` names them (see
+/// [`generated_path`]).
 pub fn generate_srs(pc: &PreCompiled, seed: u64, label: &str) -> Result<Srs, SetupError> {
+    generate_srs_with(pc, seed, label, &setup::CpuFixedBase::new())
+}
+
+/// [`generate_srs`] with the fixed-base multiplications done by `mul` (e.g. a GPU); the
+/// points are the same whoever computes them.
+pub fn generate_srs_with(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn setup::FixedBaseMul) -> Result<Srs, SetupError> {
     let t = Trapdoor::from_seed(seed);
     let domain = setup::domain_for(pc.num_constraints)?;
     let start = Instant::now();
@@ -36,7 +43,7 @@ pub fn generate_srs(pc: &PreCompiled, seed: u64, label: &str) -> Result<Srs, Set
     let (inputs, aux) = evaluations(pc, &lagrange);
     drop(lagrange);
     tracing::info!(circuit = label, secs = start.elapsed().as_secs_f64(), "setup: QAP evaluations at τ");
-    setup::assemble(pc.num_constraints, inputs, aux, &t, generated_path(label, seed))
+    setup::assemble(pc.num_constraints, inputs, aux, &t, generated_path(label, seed), mul)
 }
 
 /// Only the verifying key of [`generate_srs`]'s parameters (the same key): the inputs'

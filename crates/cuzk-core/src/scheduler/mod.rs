@@ -142,7 +142,7 @@ impl Scheduler {
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),
             prover_workers,
-            srs: SrsCache::from_config(&config),
+            srs: SrsCache::from_config(&config, || crate::backend::setup_engine(&config, &*backend)),
             pce: PceCache::from_config(&config),
             backend,
             memory,

@@ -80,4 +80,7 @@ extern "C" {
     pub fn cuzk_csr_free(m: *mut CsrDev);
     pub fn cuzk_pce_eval(index: usize, mats: *const *const CsrDev, d_w: *const Fr, n_inputs: u32, lg_n: u32, d_abc: *mut Fr, ms: *mut f32) -> Error;
     pub fn cuzk_gather(index: usize, d_dst: *mut Fr, d_src: *const Fr, d_idx: *const u32, n: usize) -> Error;
+
+    pub fn cuzk_fixed_base_g1(index: usize, table: *const blst_p1_affine, table_len: usize, window: i32, scalars: *const u64, n: usize, out: *mut blst_p1_affine) -> Error;
+    pub fn cuzk_fixed_base_g2(index: usize, table: *const blst_p2_affine, table_len: usize, window: i32, scalars: *const u64, n: usize, out: *mut blst_p2_affine) -> Error;
 }

@@ -181,6 +181,15 @@ impl<C: FixedBaseCurve> FixedBase<C> {
         FixedBase { window, windows, table }
     }
 
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// The table as affine points, window by window (what a device implementation uploads).
+    pub fn table(&self) -> Vec<C::Affine> {
+        self.table.iter().map(|&(x, y)| C::from_coordinates(x, y)).collect()
+    }
+
     /// `scalars[i] · G` for every i, in parallel, into affine points.
     pub fn mul_many(&self, scalars: &[Fr]) -> Vec<C::Affine> {
         let mut out = vec![C::Affine::default(); scalars.len()];

@@ -85,6 +85,45 @@ impl Evaluations {
     }
 }
 
+/// Who computes the fixed-base multiplications s·G: the CPU's window tables ([`CpuFixedBase`]),
+/// or a device (cuzk-cuda's implementation, with the same tables).
+pub trait FixedBaseMul: Send + Sync {
+    fn g1(&self, scalars: &[Fr]) -> Result<Vec<G1Affine>, SetupError>;
+    fn g2(&self, scalars: &[Fr]) -> Result<Vec<G2Affine>, SetupError>;
+    /// For logs: "cpu", "cuda:0", …
+    fn name(&self) -> String;
+}
+
+/// Fixed-base multiplication on all CPU cores.
+pub struct CpuFixedBase {
+    g1: FixedBase<G1>,
+    g2: FixedBase<G2>,
+}
+
+impl CpuFixedBase {
+    pub fn new() -> Self {
+        CpuFixedBase { g1: FixedBase::new(G1_WINDOW), g2: FixedBase::new(G2_WINDOW) }
+    }
+}
+
+impl Default for CpuFixedBase {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FixedBaseMul for CpuFixedBase {
+    fn g1(&self, scalars: &[Fr]) -> Result<Vec<G1Affine>, SetupError> {
+        Ok(self.g1.mul_many(scalars))
+    }
+    fn g2(&self, scalars: &[Fr]) -> Result<Vec<G2Affine>, SetupError> {
+        Ok(self.g2.mul_many(scalars))
+    }
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SetupError {
     #[error("{0} constraints exceed the largest FFT domain of the field")]
@@ -95,6 +134,8 @@ pub enum SetupError {
     UnconstrainedVariable(usize),
     #[error("input and aux evaluations have different lengths within one set")]
     Lengths,
+    #[error("fixed-base multiplication on {engine} failed: {message}")]
+    Engine { engine: String, message: String },
 }
 
 /// The FFT domain a circuit of `num_constraints` rows (input rows included) is proved over.
@@ -174,6 +215,7 @@ pub fn assemble(
     aux: Evaluations,
     t: &Trapdoor,
     path: PathBuf,
+    mul: &dyn FixedBaseMul,
 ) -> Result<Srs, SetupError> {
     for e in [&inputs, &aux] {
         if e.u.len() != e.v.len() || e.u.len() != e.w.len() {
@@ -183,23 +225,21 @@ pub fn assemble(
     let domain = domain_for(num_constraints)?;
     let delta_inv = t.delta.invert().expect("δ is non-zero");
     let start = Instant::now();
-    let g1 = FixedBase::<G1>::new(G1_WINDOW);
-    let g2 = FixedBase::<G2>::new(G2_WINDOW);
     let vk = verifying_key(&inputs, t);
 
     // h: τ^i · t(τ)/δ.
     let t_tau = t.tau.pow_vartime([domain.n as u64]) - Fr::ONE;
     let h_scalars = powers(t.tau, t_tau * delta_inv, domain.n - 1);
-    let h = g1.mul_many(&h_scalars);
+    let h = mul.g1(&h_scalars)?;
     drop(h_scalars);
-    tracing::info!(points = h.len(), secs = start.elapsed().as_secs_f64(), "setup: H query");
+    tracing::info!(points = h.len(), secs = start.elapsed().as_secs_f64(), engine = %mul.name(), "setup: H query");
 
     // A and B over inputs then aux, points at infinity left out.
     let nonzero = |a: &[Fr], b: &[Fr]| -> Vec<Fr> { a.iter().chain(b).copied().filter(|s| !bool::from(s.is_zero())).collect() };
-    let a = g1.mul_many(&nonzero(&inputs.u, &aux.u));
+    let a = mul.g1(&nonzero(&inputs.u, &aux.u))?;
     let b_scalars = nonzero(&inputs.v, &aux.v);
-    let b_g1 = g1.mul_many(&b_scalars);
-    let b_g2 = g2.mul_many(&b_scalars);
+    let b_g1 = mul.g1(&b_scalars)?;
+    let b_g2 = mul.g2(&b_scalars)?;
     drop(b_scalars);
     tracing::info!(a = a.len(), b = b_g1.len(), secs = start.elapsed().as_secs_f64(), "setup: A and B queries");
 
@@ -208,7 +248,7 @@ pub fn assemble(
     if let Some(i) = l_scalars.iter().position(|s| bool::from(s.is_zero())) {
         return Err(SetupError::UnconstrainedVariable(i));
     }
-    let l = g1.mul_many(&l_scalars);
+    let l = mul.g1(&l_scalars)?;
     tracing::info!(points = l.len(), secs = start.elapsed().as_secs_f64(), "setup: L query, done");
     debug_assert!(b_g2.iter().all(|p: &G2Affine| !bool::from(p.is_identity())));
     Ok(Srs { vk, h, l, a, b_g1, b_g2, path, synthetic: false, insecure: true })
