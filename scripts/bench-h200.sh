@@ -50,8 +50,8 @@ ours() { # name N J deadline [extra gpu keys] [circuit or size]
 }
 
 case "$mode" in
-    porep32) ours porep32 4 2 "${D0:-240}" "" 32GiB ;;
-    porep64) ours porep64 1 1 "${D0:-240}" "" 64GiB ;;
+    porep32) ours porep32 "${N:-4}" "${J:-2}" "${D0:-240}" "" 32GiB ;;
+    porep64) ours porep64 "${N:-1}" "${J:-1}" "${D0:-240}" "" 64GiB ;;
     post32)
         ours winning32 2 1 "${D0:-60}" "" winning-32g
         TP_SECTORS=2349 ours wpost32 1 1 "${D1:-120}" "" wpost-32g

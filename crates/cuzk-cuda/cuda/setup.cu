@@ -12,21 +12,36 @@
 #include <ec/xyzz_t.hpp>
 
 // sppark keeps XYZZ's coordinates private; the conversion to affine needs them. The layout is
-// four field elements in this order (ec/xyzz_t.hpp), which the static_asserts below pin.
+// four field elements in this order (ec/xyzz_t.hpp), which the static_assert below pins.
 template<class field_t> struct xyzz_coords { field_t X, Y, ZZZ, ZZ; };
-template<class field_t> struct affine_coords { field_t X, Y; };
+// A point in global memory, blst's affine layout (Fp2 coordinates whole, see below).
+template<class field_t> struct affine_mem { typename field_t::mem_t X, Y; };
 
+// How sppark's device field types work, and why the loop is shaped as it is:
+// * An Fp2 element is split across a pair of lanes (even lane c0, odd lane c1) and its
+//   arithmetic shuffles between them, so a G2 point takes two lanes (field_t::degree).
+// * Inversion (`reciprocal`) is cooperative too (lane pairs, full-warp shuffles), so every
+//   lane of a warp must reach it together: the loop runs the same number of times in every
+//   lane, idle lanes compute on a clamped index and do not store, and the warp is
+//   re-converged before the inversion. A point at infinity has ZZ = ZZZ = 0, whose
+//   "inverse" sppark returns as 0, giving (0, 0) — blst's encoding of infinity — without a
+//   branch.
 template<class field_t>
-__global__ void fixed_base_kernel(affine_coords<field_t>* out, const uint64_t* scalars, size_t n,
-                                  const typename xyzz_t<field_t>::affine_t* table,
+__global__ void fixed_base_kernel(affine_mem<field_t>* out, const uint64_t* scalars, size_t n,
+                                  const typename xyzz_t<field_t>::affine_t::mem_t* table,
                                   int window, int windows)
 {
     using point_t = xyzz_t<field_t>;
+    using affine_t = typename point_t::affine_t;
     static_assert(sizeof(point_t) == sizeof(xyzz_coords<field_t>), "XYZZ layout");
-    static_assert(sizeof(typename point_t::affine_t) == sizeof(affine_coords<field_t>), "affine layout");
+    const size_t lanes = field_t::degree;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t total = n * lanes;
     const int half = 1 << (window - 1);
-    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t base = (size_t)blockIdx.x * blockDim.x; base < total; base += stride) {
+        size_t t = base + threadIdx.x;
+        bool active = t < total;
+        size_t i = (active ? t : total - 1) / lanes;
         const uint64_t* s = scalars + 4 * i;
         point_t acc;
         acc.inf();
@@ -43,21 +58,22 @@ __global__ void fixed_base_kernel(affine_coords<field_t>* out, const uint64_t* s
             carry = d > half;
             if (carry)
                 d -= 1 << window;
-            if (d != 0)
-                acc.add(table[k * half + (d < 0 ? -d : d) - 1], d < 0);
+            if (d != 0) {
+                affine_t p = table[k * half + (d < 0 ? -d : d) - 1];
+                acc.add(p, d < 0);
+            }
         }
+        __syncwarp();
         const auto& c = reinterpret_cast<const xyzz_coords<field_t>&>(acc);
-        affine_coords<field_t> r;
-        if (acc.is_inf()) {
-            r.X.zero();
-            r.Y.zero();
-        } else {
-            // x = X/ZZ, y = Y/ZZZ from one inversion of ZZ·ZZZ.
-            field_t t = (c.ZZ * c.ZZZ).reciprocal();
-            r.X = c.X * (t * c.ZZZ);
-            r.Y = c.Y * (t * c.ZZ);
+        // x = X/ZZ, y = Y/ZZZ from one inversion of ZZ·ZZZ.
+        field_t zz_zzz = c.ZZ * c.ZZZ;
+        field_t inv = zz_zzz.reciprocal();
+        field_t x = c.X * (inv * c.ZZZ);
+        field_t y = c.Y * (inv * c.ZZ);
+        if (active) {
+            out[i].X = x;
+            out[i].Y = y;
         }
-        out[i] = r;
     }
 }
 
@@ -69,7 +85,7 @@ static RustError fixed_base(size_t index, const void* table, size_t table_len, i
                             const uint64_t* scalars, size_t n, void* out)
 {
     return guarded([&] {
-        using affine_t = typename xyzz_t<field_t>::affine_t;
+        using affine_mem_t = typename xyzz_t<field_t>::affine_t::mem_t;
         if (window < 2 || window > 16)
             throw std::invalid_argument("fixed-base window out of range");
         int windows = (256 + window - 1) / window;
@@ -78,22 +94,23 @@ static RustError fixed_base(size_t index, const void* table, size_t table_len, i
         if (n == 0)
             return;
         const gpu_t& gpu = gpu_at(index);
-        dev_ptr_t<affine_t> d_table{table_len};
-        gpu[0].HtoD(&d_table[0], (const affine_t*)table, table_len);
+        static_assert(sizeof(affine_mem_t) == sizeof(affine_mem<field_t>), "affine layout");
+        dev_ptr_t<affine_mem_t> d_table{table_len};
+        gpu[0].HtoD(&d_table[0], (const affine_mem_t*)table, table_len);
         gpu[0].sync();
         // Two buffers of scalars and results, alternating between streams 0 and 1.
         size_t chunk = n < CHUNK ? n : CHUNK;
         dev_ptr_t<uint64_t> d_s0{4 * chunk}, d_s1{4 * chunk};
-        dev_ptr_t<affine_coords<field_t>> d_o0{chunk}, d_o1{chunk};
-        auto* res = (affine_coords<field_t>*)out;
+        dev_ptr_t<affine_mem<field_t>> d_o0{chunk}, d_o1{chunk};
+        auto* res = (affine_mem<field_t>*)out;
         for (size_t start = 0, c = 0; start < n; start += chunk, c++) {
             size_t len = n - start < chunk ? n - start : chunk;
             auto& s = gpu[c & 1];
             uint64_t* ds = (c & 1) ? &d_s1[0] : &d_s0[0];
-            affine_coords<field_t>* dout = (c & 1) ? &d_o1[0] : &d_o0[0];
+            affine_mem<field_t>* dout = (c & 1) ? &d_o1[0] : &d_o0[0];
             s.HtoD(ds, scalars + 4 * start, 4 * len);
-            unsigned threads = 128;
-            size_t blocks = (len + threads - 1) / threads;
+            unsigned threads = 128;   // a multiple of the warp: every warp runs whole
+            size_t blocks = (len * field_t::degree + threads - 1) / threads;
             size_t cap = (size_t)s.sm_count() * 32;
             fixed_base_kernel<field_t><<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, s>>>(
                 dout, ds, len, &d_table[0], window, windows);

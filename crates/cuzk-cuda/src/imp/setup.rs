@@ -10,6 +10,7 @@ use blst::{blst_p1_affine, blst_p2_affine};
 use blstrs::{G1Affine, G2Affine, Scalar as Fr};
 use cuzk_groth16::setup::fixed_base::{FixedBase, G1, G2};
 use cuzk_groth16::setup::{FixedBaseMul, SetupError, G1_WINDOW, G2_WINDOW};
+use ff::Field;
 use rayon::prelude::*;
 
 use super::error::check;
@@ -39,16 +40,27 @@ impl CudaFixedBase {
     }
 }
 
-/// Canonical little-endian 64-bit words, four per scalar.
+/// Canonical little-endian 64-bit words, four per scalar. A zero scalar goes down as one:
+/// the device's Fp2 inversion (sppark's) has no zero guard, so the point at infinity is never
+/// computed there; [`set_zeros_to_identity`] puts it back.
 fn canonical(scalars: &[Fr]) -> Vec<u64> {
     let mut words = vec![0u64; 4 * scalars.len()];
     words.par_chunks_mut(4).zip(scalars.par_iter()).for_each(|(w, s)| {
+        let s = if bool::from(s.is_zero()) { Fr::ONE } else { *s };
         let b = s.to_bytes_le();
         for (k, word) in w.iter_mut().enumerate() {
             *word = u64::from_le_bytes(b[8 * k..8 * k + 8].try_into().expect("8 bytes"));
         }
     });
     words
+}
+
+fn set_zeros_to_identity<P: Default + Send>(scalars: &[Fr], out: &mut [P]) {
+    out.par_iter_mut().zip(scalars.par_iter()).for_each(|(o, s)| {
+        if bool::from(s.is_zero()) {
+            *o = P::default(); // blstrs' default affine point is the point at infinity
+        }
+    });
 }
 
 impl FixedBaseMul for CudaFixedBase {
@@ -70,6 +82,7 @@ impl FixedBaseMul for CudaFixedBase {
                 )
             })
             .map_err(|e| self.error(e))?;
+            set_zeros_to_identity(s, o);
         }
         Ok(out)
     }
@@ -91,6 +104,7 @@ impl FixedBaseMul for CudaFixedBase {
                 )
             })
             .map_err(|e| self.error(e))?;
+            set_zeros_to_identity(s, o);
         }
         Ok(out)
     }
