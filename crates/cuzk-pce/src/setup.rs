@@ -46,31 +46,45 @@ pub fn generate_srs_with(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn set
     setup::assemble(pc.num_constraints, inputs, aux, &t, generated_path(label, seed), mul)
 }
 
-/// Only the verifying key of [`generate_srs`]'s parameters (the same key): the inputs'
-/// columns need the Lagrange basis at just the rows they occur in, so this takes a scan of
-/// the matrices and a few hundred multiplications, not a setup.
+/// Only the verifying key of [`generate_srs`]'s parameters (the same key), without any aux
+/// variable's evaluation or point: the Lagrange basis, one parallel pass over the matrices
+/// summing the input columns, and a few hundred multiplications. (The input ONE occurs in a
+/// large share of all rows — every booleanity constraint — so the basis is needed nearly
+/// everywhere and is computed whole, in parallel.)
 pub fn generate_vk(pc: &PreCompiled, seed: u64) -> Result<VerifyingKey, SetupError> {
     let t = Trapdoor::from_seed(seed);
     let domain = setup::domain_for(pc.num_constraints)?;
+    let lagrange = setup::lagrange_at(&domain, t.tau, pc.num_constraints)?;
     let mut inputs = Evaluations::zeros(pc.num_inputs);
     for (m, out) in [(&pc.a, &mut inputs.u), (&pc.b, &mut inputs.v), (&pc.c, &mut inputs.w)] {
-        let mut cache = std::collections::HashMap::new();
-        for_each_nonzero(m, 0..m.rows(), |row, col, coeff| {
-            if col & INPUT_TAG != 0 {
-                let l = match cache.get(&row) {
-                    Some(l) => *l,
-                    None => {
-                        let l = setup::lagrange_one(&domain, t.tau, row)?;
-                        cache.insert(row, l);
-                        l
-                    }
-                };
-                out[(col & !INPUT_TAG) as usize] += term(m, coeff, l);
-            }
-            Ok(())
-        })?;
+        *out = input_columns(m, &lagrange, pc.num_inputs);
     }
     Ok(setup::verifying_key(&inputs, &t))
+}
+
+/// Σⱼ M[j][Input(i)]·lagrange[j] for every input i, over row chunks in parallel.
+fn input_columns(m: &Csr, lagrange: &[Fr], num_inputs: usize) -> Vec<Fr> {
+    const ROWS: usize = 1 << 16;
+    (0..m.rows().div_ceil(ROWS))
+        .into_par_iter()
+        .map(|c| {
+            let mut sums = vec![Fr::ZERO; num_inputs];
+            let rows = c * ROWS..((c + 1) * ROWS).min(m.rows());
+            let _ = for_each_nonzero(m, rows, |row, col, coeff| {
+                if col & INPUT_TAG != 0 {
+                    sums[(col & !INPUT_TAG) as usize] += term(m, coeff, lagrange[row]);
+                }
+                Ok::<(), std::convert::Infallible>(())
+            });
+            sums
+        })
+        .reduce(
+            || vec![Fr::ZERO; num_inputs],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                a
+            },
+        )
 }
 
 /// Every column's evaluation at τ (given Lⱼ(τ) per row): (inputs, aux).

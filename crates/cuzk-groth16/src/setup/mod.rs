@@ -169,14 +169,6 @@ pub fn lagrange_at(domain: &Domain, tau: Fr, rows: usize) -> Result<Vec<Fr>, Set
     Ok(out)
 }
 
-/// L_j(τ) for one row (for the few rows the verifying key needs).
-pub fn lagrange_one(domain: &Domain, tau: Fr, row: usize) -> Result<Fr, SetupError> {
-    let t_tau = tau.pow_vartime([domain.n as u64]) - Fr::ONE;
-    let w = domain.omega.pow_vartime([row as u64]);
-    let inv = Option::<Fr>::from((tau - w).invert()).ok_or(SetupError::TauInDomain)?;
-    Ok(t_tau * domain.n_inv * w * inv)
-}
-
 /// (β·u + α·v + w)·scale, the numerators of IC and L.
 fn combined(e: &Evaluations, t: &Trapdoor, scale: Fr) -> Vec<Fr> {
     let mut out = Vec::new();
