@@ -24,20 +24,7 @@ const CIRCUITS: [(&str, usize); 6] =
     [("porep-2k", 1), ("winning-2k", 1), ("wpost-2k", 2), ("porep-8m", 1), ("winning-8m", 1), ("wpost-8m", 2)];
 
 fn wire(set: &InputSet, dir: &Path) -> SubmitProofRequest {
-    let r = set.request(dir).unwrap();
-    SubmitProofRequest {
-        request_id: format!("generated-{}", set.circuit),
-        proof_kind: r.kind.unwrap() as i32,
-        sector_size: r.sector_size,
-        registered_proof: r.registered_proof,
-        vanilla_proof: r.vanilla_proof,
-        vanilla_proofs: r.vanilla_proofs,
-        sector_number: r.sector_number,
-        miner_id: r.miner_id,
-        randomness: r.randomness,
-        partition_index: r.partition_index,
-        ..Default::default()
-    }
+    common::submit_request(set.request(dir).unwrap(), &format!("generated-{}", set.circuit), 0)
 }
 
 /// The same proof with C replaced by A: valid points, not a valid proof.

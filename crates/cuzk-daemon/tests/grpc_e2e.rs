@@ -26,23 +26,7 @@ fn fixture() -> (PathBuf, Manifest) {
 }
 
 fn wire(dir: &PathBuf, m: &Manifest, kind: ProofKind, request_id: &str, priority: i32) -> SubmitProofRequest {
-    let r = request(dir, m, kind).unwrap();
-    SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: kind as i32,
-        sector_size: r.sector_size,
-        registered_proof: r.registered_proof,
-        priority,
-        vanilla_proof: r.vanilla_proof,
-        vanilla_proofs: r.vanilla_proofs,
-        sector_number: r.sector_number,
-        miner_id: r.miner_id,
-        randomness: r.randomness,
-        partition_index: r.partition_index,
-        comm_r_old: r.comm_r_old,
-        comm_r_new: r.comm_r_new,
-        comm_d_new: r.comm_d_new,
-    }
+    common::submit_request(request(dir, m, kind).unwrap(), request_id, priority)
 }
 
 async fn submit(c: &mut ProvingEngineClient<Channel>, req: SubmitProofRequest) -> String {

@@ -63,50 +63,36 @@ fn set_zeros_to_identity<P: Default + Send>(scalars: &[Fr], out: &mut [P]) {
     });
 }
 
-impl FixedBaseMul for CudaFixedBase {
-    fn g1(&self, scalars: &[Fr]) -> Result<Vec<G1Affine>, SetupError> {
-        let mut out = vec![G1Affine::default(); scalars.len()];
+/// The glue's signature, the same for G1 and G2 (`P` the blst affine type).
+type GlueFn<P> = unsafe extern "C" fn(usize, *const P, usize, i32, *const u64, usize, *mut P) -> sppark::Error;
+
+impl CudaFixedBase {
+    /// `scalars[i]·G` through `glue`, a slice at a time. `A` is blstrs' affine type, a
+    /// transparent wrapper of blst's `P`.
+    fn run<A: Default + Clone + Send, P>(&self, table: &[A], window: usize, scalars: &[Fr], glue: GlueFn<P>) -> Result<Vec<A>, SetupError> {
+        assert_eq!(std::mem::size_of::<A>(), std::mem::size_of::<P>(), "blstrs' affine points wrap blst's");
+        let mut out = vec![A::default(); scalars.len()];
         for (s, o) in scalars.chunks(SLICE).zip(out.chunks_mut(SLICE)) {
             let words = canonical(s);
-            // SAFETY: G1Affine is a transparent wrapper of blst_p1_affine; the buffers hold
-            // `s.len()` scalars (4 words each) and points, and the table its own length.
+            // SAFETY: `A` is a transparent wrapper of `P` (sizes checked above); the buffers
+            // hold `s.len()` scalars (4 words each) and points, and the table its own length.
             check(unsafe {
-                ffi::cuzk_fixed_base_g1(
-                    self.index,
-                    self.g1_table.as_ptr() as *const blst_p1_affine,
-                    self.g1_table.len(),
-                    G1_WINDOW as i32,
-                    words.as_ptr(),
-                    s.len(),
-                    o.as_mut_ptr() as *mut blst_p1_affine,
-                )
+                glue(self.index, table.as_ptr() as *const P, table.len(), window as i32, words.as_ptr(), s.len(), o.as_mut_ptr() as *mut P)
             })
             .map_err(|e| self.error(e))?;
             set_zeros_to_identity(s, o);
         }
         Ok(out)
     }
+}
+
+impl FixedBaseMul for CudaFixedBase {
+    fn g1(&self, scalars: &[Fr]) -> Result<Vec<G1Affine>, SetupError> {
+        self.run::<_, blst_p1_affine>(&self.g1_table, G1_WINDOW, scalars, ffi::cuzk_fixed_base_g1)
+    }
 
     fn g2(&self, scalars: &[Fr]) -> Result<Vec<G2Affine>, SetupError> {
-        let mut out = vec![G2Affine::default(); scalars.len()];
-        for (s, o) in scalars.chunks(SLICE).zip(out.chunks_mut(SLICE)) {
-            let words = canonical(s);
-            // SAFETY: as in g1, with G2Affine over blst_p2_affine.
-            check(unsafe {
-                ffi::cuzk_fixed_base_g2(
-                    self.index,
-                    self.g2_table.as_ptr() as *const blst_p2_affine,
-                    self.g2_table.len(),
-                    G2_WINDOW as i32,
-                    words.as_ptr(),
-                    s.len(),
-                    o.as_mut_ptr() as *mut blst_p2_affine,
-                )
-            })
-            .map_err(|e| self.error(e))?;
-            set_zeros_to_identity(s, o);
-        }
-        Ok(out)
+        self.run::<_, blst_p2_affine>(&self.g2_table, G2_WINDOW, scalars, ffi::cuzk_fixed_base_g2)
     }
 
     fn name(&self) -> String {

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use cuzk_filecoin::ProofRequest;
 use cuzk_proto::client::ProvingEngineClient;
-use cuzk_proto::v1::GetStatusRequest;
+use cuzk_proto::v1::{GetStatusRequest, SubmitProofRequest};
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Channel, Endpoint, Uri};
 
@@ -141,5 +142,25 @@ impl Running {
         let status = self.daemon.wait_exit(limit);
         assert!(status.success(), "cuzk-daemon exited with {status}");
         assert!(!self.socket.exists(), "socket {} left behind", self.socket.display());
+    }
+}
+
+/// The wire form of an engine request, as Curio would send it.
+pub fn submit_request(r: ProofRequest, request_id: &str, priority: i32) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: r.kind.map_or(0, |k| k as i32),
+        sector_size: r.sector_size,
+        registered_proof: r.registered_proof,
+        priority,
+        vanilla_proof: r.vanilla_proof,
+        vanilla_proofs: r.vanilla_proofs,
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness,
+        partition_index: r.partition_index,
+        comm_r_old: r.comm_r_old,
+        comm_r_new: r.comm_r_new,
+        comm_d_new: r.comm_d_new,
     }
 }
