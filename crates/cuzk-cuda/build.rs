@@ -6,6 +6,10 @@
 //! capabilities), default 80,86,89,90,120 — A100, RTX 30xx/A-series, RTX 40xx/L40, H100/H200,
 //! RTX 50xx/Blackwell workstation — plus PTX for the newest, so later GPUs can JIT it.
 //! cudart is linked statically; $CUZK_CUDA_LIB (or <nvcc>/../lib) is added to the search path.
+//!
+//! The compiled targets are exported to the crate as `CUZK_CUDA_SASS` (the list, as given) and
+//! `CUZK_CUDA_PTX` (the newest), both empty without the feature: `src/arch.rs` refuses devices
+//! none of them runs on, and the binaries' `--version` prints them.
 
 use std::env;
 use std::path::PathBuf;
@@ -19,6 +23,9 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CUZK_CUDA_LIB");
     println!("cargo:rerun-if-env-changed=NVCC");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        // Nothing is compiled, so no target is claimed.
+        println!("cargo:rustc-env=CUZK_CUDA_SASS=");
+        println!("cargo:rustc-env=CUZK_CUDA_PTX=");
         return;
     }
     let nvcc = env::var("NVCC").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("nvcc"));
@@ -41,7 +48,14 @@ fn main() {
     // files, and sppark's kernels (register-capped entry points calling big device
     // functions) do not device-link that way. Separate builds also compile in parallel.
     let adx = blst_uses_adx();
-    let newest = archs.iter().max_by_key(|a| a.parse::<u32>().unwrap_or(0)).unwrap().to_string();
+    // By number: "90a" (architecture-specific) counts as 90, not as 0.
+    let newest = archs
+        .iter()
+        .max_by_key(|a| a.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u32>().unwrap_or(0))
+        .unwrap()
+        .to_string();
+    println!("cargo:rustc-env=CUZK_CUDA_SASS={}", archs.join(","));
+    println!("cargo:rustc-env=CUZK_CUDA_PTX={newest}");
     std::thread::scope(|scope| {
         for file in ["device", "ntt", "msm", "matvec", "setup"] {
             let (sppark_root, blst_src, archs, newest) = (&sppark_root, &blst_src, &archs, &newest);

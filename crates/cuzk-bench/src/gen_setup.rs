@@ -5,17 +5,17 @@
 //! the same key a daemon builds in memory with `srs.generated` and `srs.generated_seed`.
 //!
 //! The matrices come from the circuit's PCE cache file (`--pce-dir`), extracted and saved there
-//! if missing. Refuses to write into a directory that holds a parameter file without the
-//! marker: real parameters are never overwritten.
+//! if missing. Refuses to overwrite a parameter file that carries no marker of cuzk's own
+//! (INSECURE or SYNTHETIC): real parameters are never overwritten.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cuzk_core::pce_cache::PceCache;
-use cuzk_filecoin::params::{param_files, write_generated, write_generated_vk};
+use cuzk_filecoin::params::{param_files, refuse_unmarked, write_generated, write_generated_vk};
 use cuzk_filecoin::CircuitId;
-use cuzk_groth16::srs::insecure_marker;
+use cuzk_groth16::srs_synthetic::synthetic_marker;
 
 use crate::report::{bytes, secs};
 
@@ -41,11 +41,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let circuit = CircuitId::parse(&args.circuit)?;
     let files = param_files(&args.out, circuit)?;
-    for f in [&files.params, &files.vk] {
-        if f.exists() && !insecure_marker(f).exists() && !insecure_marker(&files.params).exists() {
-            bail!("{} exists and is not marked INSECURE: it may be real parameters; refusing to overwrite it", f.display());
-        }
-    }
+    refuse_unmarked(&files)?;
     let start = Instant::now();
     let pce_dir = args.pce_dir.clone().unwrap_or_else(|| args.out.join("pce"));
     let (pc, source) = PceCache::new(pce_dir, args.out.clone()).get(circuit)?;
@@ -63,6 +59,13 @@ pub fn run(args: &Args) -> Result<()> {
     let setup = setup_start.elapsed();
     let write_start = Instant::now();
     write_generated(&files, &srs, &what)?;
+    // Both files were replaced: a SYNTHETIC marker left from synthetic parameters would flag the
+    // generated setup's proofs, which verify, as unverifiable. Removed only now, so a failed run
+    // leaves the old files still marked.
+    let stale = synthetic_marker(&files.params);
+    if stale.exists() {
+        std::fs::remove_file(&stale).with_context(|| format!("removing the stale marker {}", stale.display()))?;
+    }
     println!(
         "INSECURE parameters of {circuit} (seed {}): setup {} ({} G1 + {} G2 points), written to {} ({}) in {}",
         args.seed,

@@ -17,11 +17,12 @@ mod synthetic_params;
 mod report;
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "cuzk-bench", version, about = "cuzk client, fixtures and benchmarks")]
+#[command(name = "cuzk-bench", version = version(), about = "cuzk client, fixtures and benchmarks")]
 struct Cli {
     /// Log filter (tracing's env-filter syntax), e.g. "info" or "cuzk_core=debug".
     #[arg(long, global = true, default_value = "warn")]
@@ -30,6 +31,16 @@ struct Cli {
     daemon: client::connect::AddrArg,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--version`'s text: the crate version, the git commit it was built from (build.rs; "unknown"
+/// outside git) and whether the CUDA backend is built in, with the GPU targets it was compiled
+/// for — benchmark results are only comparable when these are known.
+fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!("{} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("CUZK_GIT_COMMIT"), cuzk_core::backend::build_summary())
+    })
 }
 
 /// Where the 2 KiB fixture set lives (shared by the demo, benchmarks and tests).
@@ -129,5 +140,20 @@ fn main() -> anyhow::Result<()> {
         Command::SyntheticParams(args) => synthetic_params::run(&args),
         Command::GenSetup(args) => gen_setup::run(&args),
         Command::GenConsistent(args) => gen_consistent::run(&args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// `--version` says which build produced a benchmark's numbers: version, commit, CUDA.
+    #[test]
+    fn version_names_the_crate_version_the_commit_and_cuda() {
+        let text = Cli::command().render_version();
+        assert!(text.starts_with(&format!("cuzk-bench {} (commit ", env!("CARGO_PKG_VERSION"))), "{text}");
+        assert!(text.contains(if cfg!(feature = "cuda") { "cuda on (SASS " } else { "cuda off" }), "{text}");
     }
 }

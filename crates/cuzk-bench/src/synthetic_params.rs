@@ -7,6 +7,9 @@
 //! saved there). A `<file>.params.SYNTHETIC` marker is written next to the file; cuzk loads
 //! marked files as synthetic, so their proofs are never reported as verified. Other provers
 //! cannot know: their own self-check fails instead.
+//!
+//! Refuses to overwrite a `.params` / `.vk` that carries no marker of cuzk's own (it may be the
+//! real parameters: `--out` can be any directory, the real parameter directory included).
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -15,8 +18,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use cuzk_core::pce_cache::PceCache;
 use cuzk_core::synthetic::SYNTHETIC_SEED;
-use cuzk_filecoin::params::param_files;
+use cuzk_filecoin::params::{param_files, refuse_unmarked};
 use cuzk_filecoin::CircuitId;
+use cuzk_groth16::srs::insecure_marker;
 use cuzk_groth16::srs_synthetic::{synthetic_marker, write_synthetic};
 
 use crate::report::{bytes, secs};
@@ -36,6 +40,9 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<()> {
     let circuit = CircuitId::parse(&args.circuit)?;
+    // Before the sizes, which can take minutes to extract: a refusal should come at once.
+    let files = param_files(&args.out, circuit)?;
+    refuse_unmarked(&files)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let start = Instant::now();
     let pce_dir = args.pce_dir.clone().unwrap_or_else(|| args.out.join("pce"));
@@ -43,7 +50,6 @@ pub fn run(args: &Args) -> Result<()> {
     let shape_time = start.elapsed();
     eprintln!("{circuit}: {shape} (from its PCE matrices, {})", secs(shape_time));
 
-    let files = param_files(&args.out, circuit)?;
     let marker = synthetic_marker(&files.params);
     std::fs::write(
         &marker,
@@ -62,6 +68,13 @@ pub fn run(args: &Args) -> Result<()> {
         .and_then(|n| params.flush().and(vk.flush()).map(|_| n))
         .with_context(|| format!("writing {}", files.params.display()))?;
     let write_time = write_start.elapsed();
+    // Both files were replaced: a generated setup's INSECURE marker left behind would describe
+    // random points as a working (if insecure) setup.
+    for stale in [insecure_marker(&files.params), insecure_marker(&files.vk)] {
+        if stale.exists() {
+            std::fs::remove_file(&stale).with_context(|| format!("removing the stale marker {}", stale.display()))?;
+        }
+    }
     println!(
         "wrote {} ({}) in {} ({}/s), {} and {}",
         files.params.display(),

@@ -2,7 +2,10 @@
 //! * "cpu" — the CPU backend;
 //! * "cuda" — the CUDA backend on `gpus.devices` (by ordinal); an error at start if this build
 //!   lacks the `cuda` feature or no usable device exists, never a silent CPU fallback;
-//! * "auto" — CUDA when built in and a device exists, else the CPU (and the log says which).
+//! * "auto" — CUDA when built in and a device exists, else the CPU, with a warning: a GPU
+//!   host silently proving on its CPUs is minutes per proof instead of seconds.
+//!
+//! The backend in use is named in the start-up log and in the daemon's `/status`.
 
 use std::sync::Arc;
 
@@ -22,12 +25,28 @@ pub fn select(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
                 if cfg!(feature = "cuda") {
                     tracing::warn!(reason = %e, "gpus.backend = \"auto\": no usable CUDA device, using the CPU backend");
                 } else {
-                    tracing::info!("gpus.backend = \"auto\": built without CUDA, using the CPU backend");
+                    tracing::warn!(
+                        "gpus.backend = \"auto\": this build has no CUDA backend (built without the `cuda` feature), \
+                         using the CPU backend"
+                    );
                 }
                 Ok(Arc::new(CpuProver))
             }
         },
         other => Err(EngineError::Internal(format!("unknown gpus.backend {other:?}"))),
+    }
+}
+
+/// What this build can prove on, for `--version`: "cuda on (SASS 80,86,...; PTX 120)", the
+/// targets the CUDA glue was compiled for, or "cuda off".
+pub fn build_summary() -> String {
+    #[cfg(feature = "cuda")]
+    {
+        format!("cuda on (SASS {}; PTX {})", cuzk_cuda::arch::SASS_TARGETS, cuzk_cuda::arch::PTX_TARGET)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        "cuda off".to_string()
     }
 }
 

@@ -15,8 +15,11 @@
 //! * [`setup`] — the generated setup's fixed-base multiplications on a device;
 //! * [`prover`] — [`CudaProver`], the `ProverBackend`: per-device locks, device choice,
 //!   retry on another device or the CPU;
-//! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too).
+//! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
+//! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
+//!   (pure logic, built without CUDA too).
 
+pub mod arch;
 pub mod health;
 
 #[cfg(feature = "cuda")]

@@ -9,7 +9,7 @@ mod service;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -26,7 +26,7 @@ const PRUNE_INTERVAL: Duration = Duration::from_secs(30);
 const SERVER_DRAIN: Duration = Duration::from_secs(10);
 
 #[derive(Parser, Debug)]
-#[command(name = "cuzk-daemon", version, about = "cuzk proving daemon (cuzk.v1 gRPC API)")]
+#[command(name = "cuzk-daemon", version = version(), about = "cuzk proving daemon (cuzk.v1 gRPC API)")]
 struct Args {
     /// Configuration file (TOML). A missing file means the defaults.
     #[arg(long, value_name = "PATH", default_value = "/etc/cuzk.toml")]
@@ -42,6 +42,16 @@ struct Args {
     log_level: Option<String>,
 }
 
+/// `--version`'s text: the crate version, the git commit it was built from (build.rs; "unknown"
+/// outside git) and whether the CUDA backend is built in, with the GPU targets it was compiled
+/// for — what an operator needs to tell which binary is running.
+fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!("{} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("CUZK_GIT_COMMIT"), cuzk_core::backend::build_summary())
+    })
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let (config, found) = match load_config(&args) {
@@ -55,6 +65,7 @@ fn main() -> ExitCode {
         eprintln!("cuzk-daemon: {e:#}");
         return ExitCode::FAILURE;
     }
+    tracing::info!("cuzk-daemon {}", version());
     if found {
         tracing::info!(path = %args.config.display(), "configuration loaded");
     } else {

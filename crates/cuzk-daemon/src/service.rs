@@ -97,7 +97,6 @@ fn submit_error_status(e: SubmitError) -> Status {
     match e {
         SubmitError::Input(_) => Status::invalid_argument(message),
         SubmitError::ResourceExhausted(_) => Status::resource_exhausted(message),
-        SubmitError::RequestIdConflict { .. } => Status::already_exists(message),
         SubmitError::ShuttingDown => Status::unavailable(message),
     }
 }

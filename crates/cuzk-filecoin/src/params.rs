@@ -260,3 +260,61 @@ mod tests {
         }
     }
 }
+
+/// Refuse to overwrite parameter files that may be real: an existing `.params` or `.vk` of
+/// `files` must carry a marker of cuzk's own, a `.INSECURE` (generated setup) or a `.SYNTHETIC`
+/// one (random points), beside itself or beside the `.params` (one marker covers the pair).
+/// Files that do not exist are fine. The commands that write under filecoin-proofs' file names
+/// (`cuzk-bench gen-setup`, `synthetic-params`) call this first, so that pointing `--out` at the
+/// real parameter directory cannot truncate the ceremony's parameters.
+pub fn refuse_unmarked(files: &ParamFiles) -> Result<()> {
+    use cuzk_groth16::srs::insecure_marker;
+    use cuzk_groth16::srs_synthetic::synthetic_marker;
+    for f in [&files.params, &files.vk] {
+        if !f.exists() {
+            continue;
+        }
+        let marked = [f, &files.params].iter().any(|p| insecure_marker(p).exists() || synthetic_marker(p).exists());
+        if !marked {
+            anyhow::bail!(
+                "{} exists and is marked neither INSECURE nor SYNTHETIC: it may be real parameters; refusing to overwrite it",
+                f.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod refuse_unmarked_tests {
+    use super::*;
+
+    #[test]
+    fn unmarked_files_are_refused_marked_and_absent_ones_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = ParamFiles::in_dir(dir.path(), "test-circuit".into());
+        // Nothing there yet.
+        refuse_unmarked(&files).unwrap();
+
+        // An unmarked .params (or .vk) is refused, naming it.
+        fs::write(&files.params, b"real").unwrap();
+        let e = refuse_unmarked(&files).unwrap_err().to_string();
+        assert!(e.contains(&files.params.display().to_string()) && e.contains("refusing"), "{e}");
+        fs::remove_file(&files.params).unwrap();
+        fs::write(&files.vk, b"real").unwrap();
+        let e = refuse_unmarked(&files).unwrap_err().to_string();
+        assert!(e.contains(&files.vk.display().to_string()), "{e}");
+
+        // A marker beside the file itself, or beside the .params for both, makes them cuzk's own.
+        fs::write(cuzk_groth16::srs::insecure_marker(&files.vk), b"").unwrap();
+        refuse_unmarked(&files).unwrap();
+        fs::write(&files.params, b"synthetic").unwrap();
+        assert!(refuse_unmarked(&files).is_err(), "the .vk's marker does not cover the .params");
+        fs::remove_file(cuzk_groth16::srs::insecure_marker(&files.vk)).unwrap();
+        fs::write(cuzk_groth16::srs_synthetic::synthetic_marker(&files.params), b"").unwrap();
+        refuse_unmarked(&files).unwrap();
+        fs::remove_file(cuzk_groth16::srs_synthetic::synthetic_marker(&files.params)).unwrap();
+        fs::write(cuzk_groth16::srs::insecure_marker(&files.params), b"").unwrap();
+        refuse_unmarked(&files).unwrap();
+    }
+}

@@ -7,6 +7,7 @@ use cuzk_filecoin::{CircuitId, ProofKind};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
+use super::inputs::InputDigest;
 use crate::pipeline::ProvedPartition;
 
 /// Wire priorities (`cuzk.v1.Priority`); higher runs first.
@@ -83,6 +84,8 @@ pub(crate) struct Progress {
 pub struct Job {
     pub id: String,
     pub request_id: String,
+    /// What the job proves; a resubmitted request id attaches to it only if this matches.
+    pub(crate) inputs: InputDigest,
     pub kind: ProofKind,
     pub circuit: CircuitId,
     pub priority: Priority,
@@ -98,6 +101,7 @@ impl Job {
     pub(crate) fn new(
         id: String,
         request_id: String,
+        inputs: InputDigest,
         kind: ProofKind,
         circuit: CircuitId,
         priority: Priority,
@@ -108,6 +112,7 @@ impl Job {
         Job {
             id,
             request_id,
+            inputs,
             kind,
             circuit,
             priority,

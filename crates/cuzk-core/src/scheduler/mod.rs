@@ -5,9 +5,12 @@
 //! memory budget allows, and hand the result to a second priority queue that prover workers
 //! drain. Partitions of different jobs overlap freely; a job completes when its last
 //! partition is proved, and is verified and assembled then. Finished jobs stay queryable for
-//! a retention window. All blocking work runs on the scheduler's own threads; the async side
-//! only waits on watch channels.
+//! a retention window. A request id attaches a resubmission to an existing job only when the
+//! inputs are identical and that job has not failed or been cancelled (see `inputs`). All
+//! blocking work runs on the scheduler's own threads; the async side only waits on watch
+//! channels.
 
+mod inputs;
 mod job;
 mod memory;
 mod queue;
@@ -22,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, InputError, ProofKind, ProofRequest};
 use cuzk_groth16::{DeviceReport, ProverBackend};
+use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
@@ -41,8 +45,6 @@ pub enum SubmitError {
     Input(#[from] InputError),
     #[error("{0}")]
     ResourceExhausted(String),
-    #[error("request_id {request_id:?} is already used by job {job_id} for a {existing} proof, not {requested}")]
-    RequestIdConflict { request_id: String, job_id: String, existing: ProofKind, requested: ProofKind },
     #[error("the daemon is shutting down and accepts no new work")]
     ShuttingDown,
 }
@@ -51,7 +53,8 @@ pub struct SubmitOutcome {
     pub job_id: String,
     /// Partitions of other jobs ahead of this job's first partition.
     pub queue_position: u32,
-    /// True when `request_id` matched a job that already existed (idempotent resubmit).
+    /// True when `request_id` matched a job with identical inputs that is queued, running or
+    /// completed, and that job is returned (idempotent resubmit).
     pub existing: bool,
 }
 
@@ -102,6 +105,8 @@ pub(crate) struct Shared {
     pub pending: WorkQueue<Work>,
     pub ready: WorkQueue<ReadyWork>,
     pub jobs: Mutex<HashMap<String, Arc<Job>>>,
+    /// Request id → the newest job submitted under it. Older jobs of the id stay in `jobs`
+    /// (queryable by job id) until pruned; only the newest is a candidate for re-attaching.
     pub by_request_id: Mutex<HashMap<String, String>>,
     pub accepting: AtomicBool,
     pub in_flight: AtomicU64,
@@ -181,12 +186,18 @@ impl Scheduler {
 
     /// Validate, split and enqueue a request. Blocking (decodes the payload and builds the
     /// circuits): call it off the async executor.
+    ///
+    /// A non-empty `request_id` returns the job it last named if that job has identical inputs
+    /// and is queued, running or completed; otherwise the request is proved afresh and the id
+    /// names the new job from then on. Priority is not compared: it cannot change the proof.
     pub fn submit(&self, request_id: &str, priority: Option<Priority>, req: ProofRequest) -> Result<SubmitOutcome, SubmitError> {
         let sh = &self.shared;
         if !sh.accepting.load(Ordering::SeqCst) {
             return Err(SubmitError::ShuttingDown);
         }
-        if let Some(existing) = self.existing(request_id, req.kind)? {
+        let digest = InputDigest::of(&req);
+        // Before the expensive decoding: an identical resubmission is answered at once.
+        if let Some(existing) = self.existing(&sh.by_request_id.lock(), request_id, &digest) {
             return Ok(existing);
         }
         let prepared = prepare(&req)?;
@@ -208,6 +219,7 @@ impl Scheduler {
         let job = Arc::new(Job::new(
             job_id.clone(),
             request_id.to_string(),
+            digest,
             kind,
             circuit,
             priority,
@@ -223,12 +235,13 @@ impl Scheduler {
             if !sh.accepting.load(Ordering::SeqCst) {
                 return Err(SubmitError::ShuttingDown);
             }
+            if let Some(existing) = self.existing(&ids, request_id, &digest) {
+                // The same request was submitted concurrently while we were decoding: the
+                // first one wins and this submit returns it.
+                return Ok(existing);
+            }
             if !request_id.is_empty() {
-                if let Some(other) = ids.get(request_id).cloned() {
-                    // Submitted concurrently under the same id while we were decoding: the
-                    // first one wins and this submit returns it.
-                    return Ok(SubmitOutcome { job_id: other, queue_position: 0, existing: true });
-                }
+                // Replaces any older job of this id: different inputs, or failed/cancelled.
                 ids.insert(request_id.to_string(), job_id.clone());
             }
             sh.jobs.lock().insert(job_id.clone(), job.clone());
@@ -242,21 +255,14 @@ impl Scheduler {
         Ok(SubmitOutcome { job_id, queue_position, existing: false })
     }
 
-    fn existing(&self, request_id: &str, kind: Option<ProofKind>) -> Result<Option<SubmitOutcome>, SubmitError> {
+    /// The job `request_id` names, if a request with inputs `digest` may be answered with it
+    /// (`inputs::reusable`). `ids` is the locked request-id map.
+    fn existing(&self, ids: &HashMap<String, String>, request_id: &str, digest: &InputDigest) -> Option<SubmitOutcome> {
         if request_id.is_empty() {
-            return Ok(None);
+            return None;
         }
-        let Some(job_id) = self.shared.by_request_id.lock().get(request_id).cloned() else { return Ok(None) };
-        let Some(job) = self.job(&job_id) else { return Ok(None) };
-        if let Some(kind) = kind.filter(|k| *k != job.kind) {
-            return Err(SubmitError::RequestIdConflict {
-                request_id: request_id.into(),
-                job_id,
-                existing: job.kind,
-                requested: kind,
-            });
-        }
-        Ok(Some(SubmitOutcome { job_id, queue_position: 0, existing: true }))
+        let job = self.job(ids.get(request_id)?)?;
+        reusable(&job, digest).then(|| SubmitOutcome { job_id: job.id.clone(), queue_position: 0, existing: true })
     }
 
     pub fn job(&self, job_id: &str) -> Option<Arc<Job>> {
@@ -381,13 +387,14 @@ impl Scheduler {
     pub fn prune(&self) -> usize {
         let retention = Duration::from_secs(self.shared.config.daemon.job_retention_secs);
         let sh = &self.shared;
+        // Lock order as in `submit`: request ids, then jobs (then a job's progress).
+        let mut ids = sh.by_request_id.lock();
         let mut jobs = sh.jobs.lock();
         let old: Vec<String> = jobs
             .values()
             .filter(|j| j.progress.lock().finished.is_some_and(|f| f.elapsed() > retention))
             .map(|j| j.id.clone())
             .collect();
-        let mut ids = sh.by_request_id.lock();
         for id in &old {
             if let Some(j) = jobs.remove(id) {
                 if ids.get(&j.request_id) == Some(id) {

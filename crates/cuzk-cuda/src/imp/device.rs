@@ -6,9 +6,13 @@
 //! runtime reads it once, at start, so changing it later does nothing (a daemon that "binds"
 //! workers that way sends them all to device 0). If the operator set it before start, the
 //! ordinals below are the visible ones.
+//!
+//! [`select`] also refuses devices this build has no device code for (see [`crate::arch`]):
+//! they would be listed, then fail their first kernel launch mid-proof.
 
 use super::error::{check, CudaError};
 use super::ffi;
+use crate::arch;
 
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
@@ -56,14 +60,31 @@ pub fn memory(index: usize) -> Result<(u64, u64), CudaError> {
 }
 
 /// The devices to use: `ordinals` (CUDA ordinals; empty = all), each resolved to its index.
-/// An ordinal that does not exist is an error, not a silent fallback to another device.
+/// An ordinal that does not exist is an error, not a silent fallback to another device. So is
+/// a listed device whose compute capability no compiled target runs on; with an empty list such
+/// a device is skipped with a warning, and only if none is left is it an error.
 pub fn select(ordinals: &[u32]) -> Result<Vec<DeviceInfo>, CudaError> {
     let all = devices()?;
     if all.is_empty() {
         return Err(CudaError::no_device("no usable CUDA device (compute capability 7.0+) is visible"));
     }
+    let supported = |d: &DeviceInfo| arch::check_device(d.compute_capability, arch::SASS_TARGETS, arch::PTX_TARGET);
     if ordinals.is_empty() {
-        return Ok(all);
+        let mut usable = Vec::new();
+        let mut refused = Vec::new();
+        for d in all {
+            match supported(&d) {
+                Ok(()) => usable.push(d),
+                Err(why) => {
+                    tracing::warn!(ordinal = d.ordinal, name = %d.name, pci_bus_id = %d.pci_bus_id, "skipping CUDA device {}: {why}", d.ordinal);
+                    refused.push(format!("device {} ({}): {why}", d.ordinal, d.name));
+                }
+            }
+        }
+        if usable.is_empty() {
+            return Err(CudaError::no_device(format!("no CUDA device this build supports: {}", refused.join("; "))));
+        }
+        return Ok(usable);
     }
     let mut chosen = Vec::new();
     for &o in ordinals {
@@ -71,6 +92,7 @@ pub fn select(ordinals: &[u32]) -> Result<Vec<DeviceInfo>, CudaError> {
             let have: Vec<String> = all.iter().map(|d| d.ordinal.to_string()).collect();
             CudaError::no_device(format!("gpus.devices lists CUDA device {o}, but the usable ones are [{}]", have.join(", ")))
         })?;
+        supported(d).map_err(|why| CudaError::no_device(format!("gpus.devices lists CUDA device {o} ({}): {why}", d.name)))?;
         if !chosen.iter().any(|c: &DeviceInfo| c.index == d.index) {
             chosen.push(d.clone());
         }
