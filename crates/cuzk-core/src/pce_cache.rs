@@ -69,15 +69,22 @@ impl PceCache {
         Ok((pc, source))
     }
 
-    /// The Groth16 parameter sizes of `circuit`, from its matrices: the resident ones if this
-    /// cache holds them, else loaded or extracted (and saved) but not kept — whoever needs
-    /// only the shape should not pin gigabytes of matrices.
-    pub fn srs_shape(&self, circuit: CircuitId) -> Result<SrsShape, EngineError> {
+    /// `circuit`'s matrices without keeping them here: the resident ones if this cache holds
+    /// them, else loaded or extracted (and saved) for the caller alone. Whoever needs them
+    /// once (a parameter shape, a generated setup) must not pin gigabytes of matrices beside
+    /// the engine's own copy.
+    pub fn get_unpinned(&self, circuit: CircuitId) -> Result<Arc<PreCompiled>, EngineError> {
         let slot = self.slots.lock().get(&circuit).cloned();
         if let Some(pc) = slot.as_ref().and_then(|s| s.lock().clone()) {
-            return Ok(pc.srs_shape());
+            return Ok(pc);
         }
-        Ok(self.load_or_extract(circuit)?.0.srs_shape())
+        Ok(Arc::new(self.load_or_extract(circuit)?.0))
+    }
+
+    /// The Groth16 parameter sizes of `circuit`, from its matrices (not kept, see
+    /// [`PceCache::get_unpinned`]).
+    pub fn srs_shape(&self, circuit: CircuitId) -> Result<SrsShape, EngineError> {
+        Ok(self.get_unpinned(circuit)?.srs_shape())
     }
 
     /// From the disk cache, or extracted from the blank circuit and saved.

@@ -145,7 +145,9 @@ impl SrsCache {
             return Ok(Self::loaded(circuit, srs, start));
         }
         if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            let (pc, _) = source.matrices.get(circuit)?;
+            // Not pinned here: once the setup is built, the only resident copy of the
+            // matrices is the engine's PCE cache's (mapped from the file this may have saved).
+            let pc = source.matrices.get_unpinned(circuit)?;
             tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
             let srs = cuzk_pce::setup::generate_srs_with(&pc, source.seed, &circuit.to_string(), &*source.mul)
                 .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;

@@ -119,11 +119,7 @@ pub fn generate_test_params(dir: &Path, circuit: CircuitId, rng: &mut (impl RngC
 /// `.params.INSECURE` marker, and the subgroup-check sidecar (every point is a multiple of the
 /// generator, so the first load need not spend minutes checking what was just written).
 pub fn write_generated(files: &ParamFiles, srs: &cuzk_groth16::Srs, what: &str) -> Result<()> {
-    if let Some(dir) = files.params.parent() {
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let marker = cuzk_groth16::srs::insecure_marker(&files.params);
-    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n")).with_context(|| format!("writing {}", marker.display()))?;
+    mark_insecure(&files.params, what)?;
     write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(&srs.vk, w))?;
     write_atomically(&files.params, |w| cuzk_groth16::srs::write_params(srs, w))?;
     cuzk_groth16::srs::mark_checked(&files.params);
@@ -133,12 +129,18 @@ pub fn write_generated(files: &ParamFiles, srs: &cuzk_groth16::Srs, what: &str) 
 /// Write only the verifying key of generated parameters (what filecoin-proofs' verifiers read),
 /// with the same marker beside it.
 pub fn write_generated_vk(files: &ParamFiles, vk: &cuzk_groth16::VerifyingKey, what: &str) -> Result<()> {
-    if let Some(dir) = files.vk.parent() {
+    mark_insecure(&files.vk, what)?;
+    write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(vk, w))
+}
+
+/// The `<file>.INSECURE` marker beside `file` (its directory made if needed), written before
+/// the file itself so that no reader ever sees the file unmarked.
+fn mark_insecure(file: &Path, what: &str) -> Result<()> {
+    if let Some(dir) = file.parent() {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let marker = cuzk_groth16::srs::insecure_marker(&files.vk);
-    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n")).with_context(|| format!("writing {}", marker.display()))?;
-    write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(vk, w))
+    let marker = cuzk_groth16::srs::insecure_marker(file);
+    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n")).with_context(|| format!("writing {}", marker.display()))
 }
 
 /// What every marker of generated parameters says.

@@ -7,7 +7,7 @@
 //! threads at once would race, so each thread owns a contiguous range of aux columns and
 //! scans the whole matrix, keeping only its own columns. A scan is a sequential read of the
 //! column array — cheap next to the field arithmetic, and no transposed copy (gigabytes at
-//! 32 GiB) is ever built. Input columns (a few hundred) go to the first range.
+//! 32 GiB) is ever built. Input columns (a few hundred) are summed apart, per row chunk.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -69,12 +69,10 @@ fn input_columns(m: &Csr, lagrange: &[Fr], num_inputs: usize) -> Vec<Fr> {
         .into_par_iter()
         .map(|c| {
             let mut sums = vec![Fr::ZERO; num_inputs];
-            let rows = c * ROWS..((c + 1) * ROWS).min(m.rows());
-            let _ = for_each_nonzero(m, rows, |row, col, coeff| {
+            for_each_nonzero(m, c * ROWS..((c + 1) * ROWS).min(m.rows()), |row, col, coeff| {
                 if col & INPUT_TAG != 0 {
                     sums[(col & !INPUT_TAG) as usize] += term(m, coeff, lagrange[row]);
                 }
-                Ok::<(), std::convert::Infallible>(())
             });
             sums
         })
@@ -89,53 +87,28 @@ fn input_columns(m: &Csr, lagrange: &[Fr], num_inputs: usize) -> Vec<Fr> {
 
 /// Every column's evaluation at τ (given Lⱼ(τ) per row): (inputs, aux).
 pub fn evaluations(pc: &PreCompiled, lagrange: &[Fr]) -> (Evaluations, Evaluations) {
-    let (mut inputs, mut aux) = (Evaluations::zeros(pc.num_inputs), Evaluations::zeros(pc.num_aux));
+    let mut aux = Evaluations::zeros(pc.num_aux);
+    let mut inputs = Evaluations::default();
     for (m, ins, auxs) in [(&pc.a, &mut inputs.u, &mut aux.u), (&pc.b, &mut inputs.v, &mut aux.v), (&pc.c, &mut inputs.w, &mut aux.w)] {
-        transposed_product(m, lagrange, ins, auxs);
+        *ins = input_columns(m, lagrange, pc.num_inputs);
+        aux_columns(m, lagrange, auxs);
     }
     (inputs, aux)
 }
 
-/// inputs[i] = Σⱼ M[j][Input(i)]·lagrange[j], aux[i] likewise, each aux range summed by one
-/// thread (see the module docs).
-fn transposed_product(m: &Csr, lagrange: &[Fr], inputs: &mut [Fr], aux: &mut [Fr]) {
+/// aux[i] = Σⱼ M[j][Aux(i)]·lagrange[j], each range of aux columns summed by one thread that
+/// scans the whole matrix (see the module docs).
+fn aux_columns(m: &Csr, lagrange: &[Fr], aux: &mut [Fr]) {
     let ranges = rayon::current_num_threads().max(1) * 2;
     let per = aux.len().div_ceil(ranges).max(1);
-    let sum_inputs = |ins: &mut [Fr], row: usize, col: u32, coeff: u32| {
-        ins[(col & !INPUT_TAG) as usize] += term(m, coeff, lagrange[row]);
-    };
-    let first_range_inputs = aux
-        .par_chunks_mut(per)
-        .enumerate()
-        .map(|(r, out)| {
-            let (lo, hi) = ((r * per) as u32, (r * per + out.len()) as u32);
-            let mut ins = (r == 0).then(|| vec![Fr::ZERO; inputs.len()]);
-            let _ = for_each_nonzero(m, 0..m.rows(), |row, col, coeff| {
-                if col & INPUT_TAG != 0 {
-                    if let Some(ins) = ins.as_mut() {
-                        sum_inputs(ins, row, col, coeff);
-                    }
-                } else if (lo..hi).contains(&col) {
-                    out[(col - lo) as usize] += term(m, coeff, lagrange[row]);
-                }
-                Ok::<(), std::convert::Infallible>(())
-            });
-            ins
-        })
-        .reduce(|| None, |a, b| a.or(b));
-    match first_range_inputs {
-        Some(sums) => inputs.copy_from_slice(&sums),
-        // No aux columns, so no range ran: sum the inputs alone.
-        None => {
-            inputs.fill(Fr::ZERO);
-            let _ = for_each_nonzero(m, 0..m.rows(), |row, col, coeff| {
-                if col & INPUT_TAG != 0 {
-                    sum_inputs(inputs, row, col, coeff);
-                }
-                Ok::<(), std::convert::Infallible>(())
-            });
-        }
-    }
+    aux.par_chunks_mut(per).enumerate().for_each(|(r, out)| {
+        let (lo, hi) = ((r * per) as u32, (r * per + out.len()) as u32);
+        for_each_nonzero(m, 0..m.rows(), |row, col, coeff| {
+            if col & INPUT_TAG == 0 && (lo..hi).contains(&col) {
+                out[(col - lo) as usize] += term(m, coeff, lagrange[row]);
+            }
+        });
+    });
 }
 
 /// coeff·l, with the two common coefficients done without a multiplication.
@@ -149,20 +122,15 @@ fn term(m: &Csr, coeff: u32, l: Fr) -> Fr {
 }
 
 /// Call `f(row, tagged column, coefficient index)` for every non-zero of `rows`, in order.
-fn for_each_nonzero<E>(
-    m: &Csr,
-    rows: std::ops::Range<usize>,
-    mut f: impl FnMut(usize, u32, u32) -> Result<(), E>,
-) -> Result<(), E> {
+fn for_each_nonzero(m: &Csr, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, u32, u32)) {
     let (cols, idx) = (m.columns(), m.coefficient_indices());
     let ptr = m.row_ptr();
     let at = |p: &RowPtrView, i: usize| p.get(i) as usize;
     for row in rows {
         for k in at(&ptr, row)..at(&ptr, row + 1) {
-            f(row, cols[k], idx[k])?;
+            f(row, cols[k], idx[k]);
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

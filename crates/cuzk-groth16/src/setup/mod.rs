@@ -90,7 +90,7 @@ impl Evaluations {
 pub trait FixedBaseMul: Send + Sync {
     fn g1(&self, scalars: &[Fr]) -> Result<Vec<G1Affine>, SetupError>;
     fn g2(&self, scalars: &[Fr]) -> Result<Vec<G2Affine>, SetupError>;
-    /// For logs: "cpu", "cuda:0", …
+    /// For logs: "cpu", "cuda device 0", …
     fn name(&self) -> String;
 }
 
@@ -199,8 +199,8 @@ pub fn verifying_key(inputs: &Evaluations, t: &Trapdoor) -> VerifyingKey {
 }
 
 /// Build the full parameters. `inputs`/`aux` are the evaluations of every input (ONE first)
-/// and every aux variable; `num_constraints` counts A's rows, input rows included. `label`
-/// names the result in its path (`generated://<label>?seed=…`). Progress goes to `tracing`.
+/// and every aux variable; `num_constraints` counts A's rows, input rows included; `path`
+/// names the result in logs and status. Progress goes to `tracing`.
 pub fn assemble(
     num_constraints: usize,
     inputs: Evaluations,
