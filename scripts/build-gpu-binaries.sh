@@ -19,7 +19,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "gpu" and m.get("executable"):
         print(m["executable"])')
 [[ -n "$test_bin" ]] || { echo "GPU test binary not found" >&2; exit 1; }
-strip -o "$out/cuzk-bench" target/release/cuzk-bench
-strip -o "$out/cuzk-daemon" target/release/cuzk-daemon
+target="${CARGO_TARGET_DIR:-target}"
+strip -o "$out/cuzk-bench" "$target/release/cuzk-bench"
+strip -o "$out/cuzk-daemon" "$target/release/cuzk-daemon"
 strip -o "$out/gpu-tests" "$test_bin"
 ls -la "$out"
