@@ -8,6 +8,7 @@
 #   scripts/bench-h200.sh BIN_DIR porep64  cuzk, verified: 64 GiB PoRep N=1
 #   scripts/bench-h200.sh BIN_DIR post32   cuzk, verified: WinningPoSt 32 GiB (N=2), then a full
 #                                          WindowPoSt 32 GiB partition (2349 sectors, N=1)
+#   scripts/bench-h200.sh BIN_DIR snap32   cuzk, verified: SnapDeals 32 GiB (16 partitions, N=1)
 #   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
@@ -56,6 +57,7 @@ case "$mode" in
         ours winning32 2 1 "${D0:-60}" "" winning-32g
         TP_SECTORS=2349 ours wpost32 1 1 "${D1:-120}" "" wpost-32g
         ;;
+    snap32) ours snap32 "${N:-1}" "${J:-1}" "${D0:-240}" "" snap-32g ;;
     ours)
         ours single 1 1 "${D0:-110}"
         ours device-matvec 5 3 "${D1:-200}"
@@ -67,5 +69,5 @@ case "$mode" in
         rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
-    *) echo "mode: ours or peer" >&2; exit 2 ;;
+    *) echo "mode: porep32, porep64, post32, snap32, ours or peer" >&2; exit 2 ;;
 esac

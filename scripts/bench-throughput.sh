@@ -37,8 +37,8 @@ case "$size" in
     512MiB|512m) circuit=porep-512m; rp=7 ;;
     32GiB|32g) circuit=porep-32g; rp=8 ;;
     64GiB|64g) circuit=porep-64g; rp=9 ;;
-    porep-*|winning-*|wpost-*) circuit=$size ;;
-    *) echo "size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB, or a circuit id (porep-32g, winning-32g, wpost-32g)" >&2; exit 2 ;;
+    porep-*|winning-*|wpost-*|snap-*) circuit=$size ;;
+    *) echo "size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB, or a circuit id (porep-32g, winning-32g, wpost-32g, snap-32g)" >&2; exit 2 ;;
 esac
 inputs=${TP_INPUTS:-consistent}
 if [[ $inputs == synthetic ]]; then

@@ -1,5 +1,6 @@
 //! `cuzk-bench gen-consistent`: write self-consistent inputs of the real shape for a circuit of
-//! any size (sparse sectors whose vanilla proofs storage-proofs accepts; see
+//! any size and proof type (sparse sectors, or periodic ones for SnapDeals, whose vanilla
+//! proofs storage-proofs accepts; see
 //! `cuzk_filecoin::fixtures::consistent`) into a directory with an `input-set.json` manifest.
 //! `cuzk-bench single --consistent DIR` proves them through a daemon, and with
 //! `--verify-dir` checks the proof with filecoin-proofs against the generated key.
@@ -14,7 +15,7 @@ use crate::report::secs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Circuit id: porep-…, winning-… or wpost-… (e.g. porep-32g, wpost-32g).
+    /// Circuit id: porep-…, winning-…, wpost-… or snap-… (e.g. porep-32g, wpost-32g, snap-32g).
     #[arg(long)]
     circuit: String,
     /// PoSt: sectors in the partition (WindowPoSt 32 GiB holds up to 2349; WinningPoSt 1).

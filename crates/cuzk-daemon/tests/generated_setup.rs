@@ -1,7 +1,7 @@
 //! Verified proofs without the ceremony's files: the real daemon with `srs.generated` (cuzk's
 //! INSECURE setup, built in memory from each circuit's PCE matrices) proves consistent inputs
-//! (`gen-consistent`'s sparse sectors) of PoRep, WinningPoSt and WindowPoSt at 2 KiB and
-//! 8 MiB, and filecoin-proofs' own verifiers accept every proof against the generated
+//! (`gen-consistent`'s sparse sectors, periodic ones for SnapDeals) of PoRep, WinningPoSt,
+//! WindowPoSt and SnapDeals at 2 KiB and 8 MiB, and filecoin-proofs' own verifiers accept every proof against the generated
 //! verifying key written to disk — while a tampered proof or a changed public input is
 //! rejected.
 
@@ -20,8 +20,16 @@ use cuzk_proto::v1::{AwaitProofRequest, SubmitProofRequest};
 
 const SEED: u64 = 5;
 /// (circuit, PoSt sectors): every size small enough for a 2-core CI machine.
-const CIRCUITS: [(&str, usize); 6] =
-    [("porep-2k", 1), ("winning-2k", 1), ("wpost-2k", 2), ("porep-8m", 1), ("winning-8m", 1), ("wpost-8m", 2)];
+const CIRCUITS: [(&str, usize); 8] = [
+    ("porep-2k", 1),
+    ("winning-2k", 1),
+    ("wpost-2k", 2),
+    ("snap-2k", 0),
+    ("porep-8m", 1),
+    ("winning-8m", 1),
+    ("wpost-8m", 2),
+    ("snap-8m", 0),
+];
 
 fn wire(set: &InputSet, dir: &Path) -> SubmitProofRequest {
     common::submit_request(set.request(dir).unwrap(), &format!("generated-{}", set.circuit), 0)
@@ -37,12 +45,14 @@ fn tampered(proof: &[u8]) -> Vec<u8> {
     p
 }
 
-/// The set with one public input changed: another sector's commitment (PoRep) or other
-/// challenge randomness (PoSt).
+/// The set with one public input changed: another sector's commitment (PoRep), another new
+/// replica's (SnapDeals) or other challenge randomness (PoSt).
 fn with_other_public_input(set: &InputSet, other: &InputSet) -> InputSet {
     let mut s = set.clone();
     if s.comm_r_hex.is_some() {
         s.comm_r_hex = other.comm_r_hex.clone();
+    } else if s.comm_r_new_hex.is_some() {
+        s.comm_r_new_hex = other.comm_r_new_hex.clone();
     } else {
         s.randomness_hex = other.randomness_hex.clone();
     }
