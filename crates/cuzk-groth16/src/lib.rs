@@ -11,6 +11,7 @@
 //! Nothing here knows about Filecoin; a hand-made circuit proves just as well.
 
 pub mod assignment;
+pub mod check_record;
 pub mod density;
 pub mod msm;
 pub mod ntt;

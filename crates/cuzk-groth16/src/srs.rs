@@ -9,12 +9,12 @@
 //!
 //! Validation: every length and count is checked against the file size, and every point must
 //! decode and lie on the curve — always. The subgroup check is far dearer (tens of µs a point,
-//! minutes for a 47 GiB file), so it is done once per file and remembered in a sidecar
-//! `<file>.cuzk-checked` that records the file's size and modification time.
+//! minutes for a 47 GiB file), so it is done once per file version and remembered in a record
+//! ([`crate::check_record`]: in a record directory such as the daemon's state directory, or
+//! beside the file).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
@@ -94,9 +94,15 @@ impl Srs {
             + g2 * self.b_g2.len() as u64
     }
 
-    /// Read and validate a `.params` file.
+    /// Read and validate a `.params` file; `Once` records go beside the file.
     pub fn load(path: &Path, check: SubgroupCheck) -> Result<Srs, SrsError> {
-        let (mmap, subgroup) = open(path, check)?;
+        Self::load_with_records(path, check, None)
+    }
+
+    /// Read and validate a `.params` file, keeping `Once` records in `records` (when given)
+    /// so that the parameter directory itself may be read-only.
+    pub fn load_with_records(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<Srs, SrsError> {
+        let (mmap, subgroup) = open(path, check, records)?;
         let mut r = Reader { path, data: &mmap, offset: 0, subgroup };
         let vk = r.vk()?;
         let h = r.g1_section("h")?;
@@ -115,7 +121,12 @@ impl Srs {
         if !(h.len() + 1).is_power_of_two() {
             return Err(inconsistent(format!("{} H points is not a power of two minus one", h.len())));
         }
-        remember_checked(path, check);
+        if subgroup {
+            // Checked now (Once or Always): remember it, so Once skips this version later.
+            crate::check_record::remember(path, records);
+        } else if check == SubgroupCheck::Once {
+            tracing::info!(path = %path.display(), "subgroup check skipped: this version of the file passed it before");
+        }
         // Parameters written by `write_synthetic` (for benchmarks) carry a marker file: they
         // load, but as what they are, so the engine never reports their proofs as verified.
         let synthetic = crate::srs_synthetic::synthetic_marker(path).exists();
@@ -178,19 +189,19 @@ fn write_points<P: Sync>(
 /// Record that `path` passed the subgroup check (its writer knows: every point it wrote is
 /// a multiple of the generator), so the first load does not spend minutes re-checking it.
 pub fn mark_checked(path: &Path) {
-    remember_checked(path, SubgroupCheck::Always);
+    crate::check_record::remember(path, None);
 }
 
 /// Read and validate a `.vk` file.
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
-    let (mmap, _) = open(path, SubgroupCheck::Always)?;
+    let (mmap, _) = open(path, SubgroupCheck::Always, None)?;
     let mut r = Reader { path, data: &mmap, offset: 0, subgroup: true };
     let vk = r.vk()?;
     r.finish()?;
     Ok(vk)
 }
 
-fn open(path: &Path, check: SubgroupCheck) -> Result<(Mmap, bool), SrsError> {
+fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mmap, bool), SrsError> {
     let io = |source| SrsError::Io { path: path.into(), source };
     let file = File::open(path).map_err(io)?;
     // SAFETY: the map is read-only and parameter files are never modified in place (they
@@ -199,7 +210,7 @@ fn open(path: &Path, check: SubgroupCheck) -> Result<(Mmap, bool), SrsError> {
     let subgroup = match check {
         SubgroupCheck::Skip => false,
         SubgroupCheck::Always => true,
-        SubgroupCheck::Once => !already_checked(path),
+        SubgroupCheck::Once => !crate::check_record::already_checked(path, records),
     };
     Ok((mmap, subgroup))
 }
@@ -315,36 +326,4 @@ fn decode_g1(bytes: &[u8], subgroup: bool) -> Result<G1Affine, &'static str> {
 
 fn decode_g2(bytes: &[u8], subgroup: bool) -> Result<G2Affine, &'static str> {
     decode(bytes, subgroup)
-}
-
-fn sidecar(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".cuzk-checked");
-    PathBuf::from(s)
-}
-
-/// `size mtime_ns` of the file, the identity the sidecar records.
-fn file_stamp(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
-    Some(format!("{} {}", meta.len(), mtime))
-}
-
-fn already_checked(path: &Path) -> bool {
-    match (std::fs::read_to_string(sidecar(path)), file_stamp(path)) {
-        (Ok(recorded), Some(now)) => recorded.trim() == now,
-        _ => false,
-    }
-}
-
-fn remember_checked(path: &Path, check: SubgroupCheck) {
-    if check == SubgroupCheck::Skip {
-        return;
-    }
-    if let Some(stamp) = file_stamp(path) {
-        // Best effort: a read-only parameter directory just means checking again next time.
-        if let Err(e) = std::fs::write(sidecar(path), stamp) {
-            tracing::warn!(path = %path.display(), error = %e, "could not record subgroup check");
-        }
-    }
 }

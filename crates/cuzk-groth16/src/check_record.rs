@@ -1,0 +1,177 @@
+//! Records of passed subgroup checks, so `SubgroupCheck::Once` checks a parameter file once
+//! per version instead of on every start (minutes for a 47 GiB file).
+//!
+//! A record names the file's canonical path and its `size mtime_ns` stamp. It lives in a
+//! record directory the caller names (the daemon's state directory, so the parameter
+//! directory may stay read-only), or, without one, beside the file as `<file>.cuzk-checked`
+//! (the old layout, still read in both cases so an upgrade does not recheck).
+//!
+//! A record is a promise that the points were checked, so it is only believed when nobody
+//! but us (or root) could have planted it: the record and the directory holding it must be
+//! owned by our effective user or root and writable by neither group nor others. Anyone who
+//! could write there gets a full check instead of a skipped one.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// Suffix of a record, beside the file or in the record directory.
+const SUFFIX: &str = ".cuzk-checked";
+
+/// The old layout: `<file>.cuzk-checked` next to the parameter file.
+fn beside(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(SUFFIX);
+    PathBuf::from(s)
+}
+
+/// `<dir>/<file name>.cuzk-checked`; the content names the full path, so two parameter
+/// directories holding the same file name cannot vouch for each other.
+fn in_dir(dir: &Path, path: &Path) -> Option<PathBuf> {
+    let mut name = path.file_name()?.to_owned();
+    name.push(SUFFIX);
+    Some(dir.join(name))
+}
+
+/// `size mtime_ns` of the file: a new version of it (rewritten or replaced) changes either.
+fn stamp(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
+    Some(format!("{} {}", meta.len(), mtime))
+}
+
+fn owner_ok(uid: u32) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    uid == 0 || uid == unsafe { libc::geteuid() }
+}
+
+/// Whether `record` could only have been written by us or root (see the module docs).
+/// Symlinks are not followed: a link could point at any file that happens to match.
+fn trusted(record: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(record) else { return false };
+    if !meta.file_type().is_file() || !owner_ok(meta.uid()) || meta.mode() & 0o022 != 0 {
+        return false;
+    }
+    let dir = match record.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::metadata(dir).is_ok_and(|d| owner_ok(d.uid()) && d.mode() & 0o022 == 0)
+}
+
+/// Whether a trusted record says the current version of `path` passed the check.
+pub fn already_checked(path: &Path, records: Option<&Path>) -> bool {
+    let Some(now) = stamp(path) else { return false };
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let in_records = records.and_then(|d| in_dir(d, path)).filter(|r| trusted(r)).and_then(|r| std::fs::read_to_string(r).ok());
+    if let Some(text) = in_records {
+        let mut lines = text.lines();
+        if lines.next() == Some(&*canonical.to_string_lossy()) && lines.next().map(str::trim) == Some(now.as_str()) {
+            return true;
+        }
+    }
+    // The old layout holds the stamp alone: it sits beside the very file it describes.
+    let legacy = beside(path);
+    trusted(&legacy) && std::fs::read_to_string(&legacy).is_ok_and(|t| t.trim() == now)
+}
+
+/// Record that the current version of `path` passed the check: in `records` (created if
+/// missing, mode 0750) when given, else beside the file. Best effort: a failure only means
+/// checking again next time, so it is logged, naming what to configure.
+pub fn remember(path: &Path, records: Option<&Path>) {
+    let Some(now) = stamp(path) else { return };
+    let result = match records {
+        Some(dir) => write_in_dir(dir, path, &now),
+        None => std::fs::write(beside(path), &now).map(|()| beside(path)),
+    };
+    match result {
+        Ok(record) => tracing::debug!(path = %path.display(), record = %record.display(), "subgroup check recorded"),
+        Err(e) => tracing::warn!(
+            path = %path.display(), error = %e,
+            "could not record the subgroup check; it will run again at the next load (give the daemon a \
+             writable state directory: daemon.state_dir)"
+        ),
+    }
+}
+
+fn write_in_dir(dir: &Path, path: &Path, stamp: &str) -> std::io::Result<PathBuf> {
+    std::fs::DirBuilder::new().recursive(true).mode(0o750).create(dir)?;
+    let record = in_dir(dir, path).ok_or_else(|| std::io::Error::other("parameter path has no file name"))?;
+    let canonical = std::fs::canonicalize(path)?;
+    // Written aside and renamed, so a reader never sees half a record.
+    let tmp = record.with_extension(format!("tmp{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    writeln!(f, "{}\n{stamp}", canonical.display())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, &record)?;
+    Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn file(dir: &Path, name: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, b"points").unwrap();
+        p
+    }
+
+    #[test]
+    fn records_go_to_the_record_dir_and_name_the_version() {
+        let params = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let records = state.path().join("checked");
+        let p = file(params.path(), "v28-x.params");
+        assert!(!already_checked(&p, Some(&records)));
+        remember(&p, Some(&records));
+        assert!(already_checked(&p, Some(&records)));
+        assert!(!beside(&p).exists(), "nothing is written into the parameter directory");
+        // Without the record directory the record is not found.
+        assert!(!already_checked(&p, None));
+        // A new version of the file (other size) is checked again.
+        std::fs::write(&p, b"other points").unwrap();
+        assert!(!already_checked(&p, Some(&records)));
+        // A file of the same name in another directory is not vouched for.
+        let other = tempfile::tempdir().unwrap();
+        let q = file(other.path(), "v28-x.params");
+        remember(&p, Some(&records));
+        assert!(!already_checked(&q, Some(&records)));
+    }
+
+    #[test]
+    fn the_old_sidecar_is_still_read() {
+        let params = tempfile::tempdir().unwrap();
+        let p = file(params.path(), "v28-y.params");
+        remember(&p, None);
+        assert!(beside(&p).exists());
+        assert!(already_checked(&p, None));
+        assert!(already_checked(&p, Some(&params.path().join("unused"))));
+    }
+
+    #[test]
+    fn records_others_could_write_are_not_believed() {
+        let params = tempfile::tempdir().unwrap();
+        let p = file(params.path(), "v28-z.params");
+        remember(&p, None);
+        let sidecar = beside(&p);
+        std::fs::set_permissions(&sidecar, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!already_checked(&p, None), "a world-writable record");
+        std::fs::set_permissions(&sidecar, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(already_checked(&p, None));
+        std::fs::set_permissions(params.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!already_checked(&p, None), "a record in a world-writable directory");
+        std::fs::set_permissions(params.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A symlink to a valid-looking record is not followed.
+        std::fs::remove_file(&sidecar).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = elsewhere.path().join("r");
+        std::fs::write(&real, stamp(&p).unwrap()).unwrap();
+        std::os::unix::fs::symlink(&real, &sidecar).unwrap();
+        assert!(!already_checked(&p, None), "a symlinked record");
+    }
+}
