@@ -9,6 +9,9 @@ use cuzk_groth16::SubgroupCheck;
 use serde::{Deserialize, Serialize};
 
 pub const DEFAULT_PARAM_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+/// The state directory used when `daemon.state_dir` is empty and it exists and is writable
+/// (the package's unit creates it with `StateDirectory=cuzk`).
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/cuzk";
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -29,12 +32,16 @@ pub struct DaemonConfig {
     /// Address for HTTP `/metrics` and `/status`; empty disables it.
     pub http_listen: String,
     pub log_level: String,
-    /// On SIGTERM, how long running partitions may take to finish before they are cancelled.
+    /// On SIGTERM, how long running jobs may take to finish before they are cancelled.
     pub shutdown_grace_secs: u64,
     /// How long finished jobs stay queryable (AwaitProof, duplicate request ids).
     pub job_retention_secs: u64,
     /// Largest gRPC message accepted or sent.
     pub max_message_bytes: usize,
+    /// Where the daemon keeps what it learns about the parameters (subgroup-check records,
+    /// the PCE cache by default), so the parameter directory may be read-only. Empty: see
+    /// [`Config::state_dir`].
+    pub state_dir: PathBuf,
 }
 
 impl Default for DaemonConfig {
@@ -43,9 +50,12 @@ impl Default for DaemonConfig {
             listen: "unix:///run/cuzk/cuzk.sock".into(),
             http_listen: String::new(),
             log_level: "info".into(),
-            shutdown_grace_secs: 30,
+            // A 32 GiB PoRep takes 45 s on an H200 and minutes on smaller GPUs; 30 s cut
+            // running proofs off at every restart (deploy/cuzk.service waits a little longer).
+            shutdown_grace_secs: 300,
             job_retention_secs: 600,
             max_message_bytes: 256 << 20,
+            state_dir: PathBuf::new(),
         }
     }
 }
@@ -219,6 +229,13 @@ impl Config {
 
     /// Apply the environment overrides (see module docs). `env` is injected for testing.
     pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+        // systemd's StateDirectory= exports the directory it made (a ':'-separated list when
+        // the unit names several; ours names one).
+        if self.daemon.state_dir.as_os_str().is_empty() {
+            if let Some(dir) = env("STATE_DIRECTORY").and_then(|v| v.split(':').next().map(str::to_owned)).filter(|d| !d.is_empty()) {
+                self.daemon.state_dir = dir.into();
+            }
+        }
         if self.srs.param_dir == Path::new(DEFAULT_PARAM_DIR) {
             if let Some(dir) = env("FIL_PROOFS_PARAMETER_CACHE").filter(|d| !d.is_empty()) {
                 self.srs.param_dir = dir.into();
@@ -269,12 +286,47 @@ impl Config {
             .collect()
     }
 
-    pub fn pce_cache_dir(&self) -> PathBuf {
-        if self.pce.cache_dir.as_os_str().is_empty() {
-            self.srs.param_dir.join("pce")
-        } else {
-            self.pce.cache_dir.clone()
+    /// The state directory: `daemon.state_dir` (or systemd's `STATE_DIRECTORY`, see
+    /// `apply_env`); when neither is set, [`DEFAULT_STATE_DIR`] if it is a directory this
+    /// process can write; otherwise none, and state goes where it went before there was a
+    /// state directory (beside the parameters), which a read-only parameter directory
+    /// turns into repeated work at every start (the daemon warns).
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        if !self.daemon.state_dir.as_os_str().is_empty() {
+            return Some(self.daemon.state_dir.clone());
         }
+        let default = Path::new(DEFAULT_STATE_DIR);
+        dir_writable(default).then(|| default.to_path_buf())
+    }
+
+    /// Where subgroup-check records are kept: `<state dir>/subgroup-checked`, or none
+    /// (beside each parameter file).
+    pub fn subgroup_record_dir(&self) -> Option<PathBuf> {
+        self.state_dir().map(|d| d.join("subgroup-checked"))
+    }
+
+    /// `pce.cache_dir`, else `<state dir>/pce`, else `<param_dir>/pce`.
+    pub fn pce_cache_dir(&self) -> PathBuf {
+        if !self.pce.cache_dir.as_os_str().is_empty() {
+            self.pce.cache_dir.clone()
+        } else if let Some(state) = self.state_dir() {
+            state.join("pce")
+        } else {
+            self.srs.param_dir.join("pce")
+        }
+    }
+}
+
+/// Whether `dir` is a directory this process can create files in. Tried, not computed from
+/// mode bits: ACLs, read-only mounts and capabilities all decide it too.
+pub fn dir_writable(dir: &Path) -> bool {
+    if !dir.is_dir() {
+        return false;
+    }
+    let probe = dir.join(format!(".cuzk-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => std::fs::remove_file(&probe).is_ok(),
+        Err(_) => false,
     }
 }
 
@@ -302,7 +354,9 @@ mod tests {
         });
         assert_eq!(c.srs.param_dir, Path::new("/p"));
         assert!(!c.pce.enabled);
-        assert_eq!(c.pce_cache_dir(), Path::new("/p/pce"));
+        if !dir_writable(Path::new(DEFAULT_STATE_DIR)) {
+            assert_eq!(c.pce_cache_dir(), Path::new("/p/pce"));
+        }
         c.validate().unwrap();
         // An explicitly configured directory wins over the environment.
         let mut d = Config::from_toml("[srs]\nparam_dir = \"/mine\"\n", Path::new("t.toml")).unwrap();
@@ -321,5 +375,37 @@ mod tests {
         let c = Config::from_toml("[srs]\nsynthetic = [\"porep-32g\", \"snap-64g\"]\n", Path::new("t.toml")).unwrap();
         assert_eq!(c.synthetic_circuits().unwrap().len(), 2);
         assert!(Config::from_toml("[srs]\nsubgroup_check = \"sometimes\"\n", Path::new("t.toml")).is_err());
+    }
+
+    #[test]
+    fn state_dir_holds_records_and_the_pce_cache() {
+        let mut c = Config::from_toml("[daemon]\nstate_dir = \"/st\"\n", Path::new("t.toml")).unwrap();
+        c.apply_env(|k| (k == "STATE_DIRECTORY").then(|| "/from-systemd".into()));
+        assert_eq!(c.state_dir().unwrap(), Path::new("/st"), "the file wins over the environment");
+        assert_eq!(c.subgroup_record_dir().unwrap(), Path::new("/st/subgroup-checked"));
+        assert_eq!(c.pce_cache_dir(), Path::new("/st/pce"));
+        let mut d = Config::default();
+        d.apply_env(|k| (k == "STATE_DIRECTORY").then(|| "/var/lib/cuzk:/var/lib/other".into()));
+        assert_eq!(d.state_dir().unwrap(), Path::new("/var/lib/cuzk"));
+        // An explicit PCE directory still wins.
+        d.pce.cache_dir = "/pce".into();
+        assert_eq!(d.pce_cache_dir(), Path::new("/pce"));
+    }
+
+    #[test]
+    fn writable_dirs_are_told_apart() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(dir_writable(t.path()));
+        assert!(!dir_writable(&t.path().join("missing")));
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        // The temp dir belongs to our effective user: root writes into 0555 anyway, and the
+        // probe says what this process can really do.
+        let root = std::fs::metadata(t.path()).unwrap().uid() == 0;
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+        if !root {
+            assert!(!dir_writable(t.path()));
+        }
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(std::fs::read_dir(t.path()).unwrap().next().is_none(), "the probe leaves nothing behind");
     }
 }

@@ -37,6 +37,8 @@ type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
 pub struct SrsCache {
     dir: PathBuf,
     check: SubgroupCheck,
+    /// Where subgroup-check records go (the state directory); none = beside the files.
+    records: Option<PathBuf>,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
     /// Set when `srs.synthetic` lists circuits.
     synthetic: Option<SyntheticSource>,
@@ -85,13 +87,14 @@ pub enum EvictOutcome {
 
 impl SrsCache {
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
-        SrsCache { dir, check, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None }
+        SrsCache { dir, check, records: None, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None }
     }
 
     /// The cache `config` describes. `setup_engine` supplies the generated setup's multiplier
     /// (CPU or device); it is only called when `srs.generated` lists circuits.
     pub fn from_config(config: &Config, setup_engine: impl FnOnce() -> Arc<dyn FixedBaseMul>) -> Arc<Self> {
         let mut cache = Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into());
+        cache.records = config.subgroup_record_dir();
         // `validate` has checked the ids; an unparsable one here would be a bug upstream.
         let circuits: BTreeSet<CircuitId> = config.synthetic_circuits().unwrap_or_default().into_iter().collect();
         if !circuits.is_empty() {
@@ -162,7 +165,7 @@ impl SrsCache {
             });
         }
         tracing::info!(%circuit, path = %files.params.display(), "loading parameters");
-        let srs = Srs::load(&files.params, self.check)?;
+        let srs = Srs::load_with_records(&files.params, self.check, self.records.as_deref())?;
         if files.vk.exists() {
             let vk = load_verifying_key(&files.vk)?;
             if vk != srs.vk {

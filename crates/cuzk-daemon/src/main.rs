@@ -6,6 +6,7 @@
 mod http;
 mod listen;
 mod service;
+mod systemd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -131,11 +132,12 @@ async fn run(config: Config) -> Result<()> {
         prover_workers = config.pipeline.prover_workers,
         "starting scheduler"
     );
+    prepare_state_dir(&config);
     let scheduler = Scheduler::start(config, None).context("starting the scheduler")?;
     let st = scheduler.status();
     tracing::info!(backend = %st.backend, memory_limit = st.memory_limit, "scheduler started");
 
-    spawn_preload(&scheduler, preload);
+    let preloads = spawn_preload(&scheduler, preload);
     let pruner = spawn_pruner(scheduler.clone());
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -157,6 +159,14 @@ async fn run(config: Config) -> Result<()> {
         tracing::info!(%address, "HTTP /metrics and /status listening");
         http_task = Some(tokio::spawn(http::serve(listener, scheduler.clone(), stopped())));
     }
+    // Ready for systemd once both listeners are bound and the preloads have been tried.
+    tokio::spawn(async move {
+        let (total, failed) = match preloads {
+            Some(task) => task.await.unwrap_or((0, 0)),
+            None => (0, 0),
+        };
+        systemd::ready(total, failed);
+    });
 
     // Run until a signal, or until the gRPC server fails on its own.
     let mut failure = None;
@@ -175,6 +185,7 @@ async fn run(config: Config) -> Result<()> {
     }
 
     tracing::info!("no longer accepting new connections");
+    systemd::stopping(daemon.shutdown_grace_secs);
     let _ = stop_tx.send(true);
     pruner.abort();
 
@@ -209,22 +220,62 @@ async fn run(config: Config) -> Result<()> {
 }
 
 /// Load `srs.preload` circuits one after another on a blocking thread; failures are logged
-/// and the daemon keeps serving (the parameters are loaded on first use instead).
-fn spawn_preload(scheduler: &Arc<Scheduler>, circuits: Vec<String>) {
+/// and the daemon keeps serving (the parameters are loaded on first use instead). The task
+/// yields (preloads, failures) for the readiness notification.
+fn spawn_preload(scheduler: &Arc<Scheduler>, circuits: Vec<String>) -> Option<tokio::task::JoinHandle<(usize, usize)>> {
     if circuits.is_empty() {
-        return;
+        return None;
     }
     let scheduler = scheduler.clone();
-    tokio::task::spawn_blocking(move || {
-        for circuit in circuits {
+    Some(tokio::task::spawn_blocking(move || {
+        let total = circuits.len();
+        let mut failed = 0;
+        for (i, circuit) in circuits.into_iter().enumerate() {
             tracing::info!(%circuit, "preloading parameters");
+            systemd::status(&format!("preloading {circuit} ({} of {total})", i + 1));
             match scheduler.preload(&circuit) {
                 Ok((true, _)) => tracing::info!(%circuit, "parameters already resident"),
                 Ok((false, took)) => tracing::info!(%circuit, ms = took.as_millis() as u64, "parameters preloaded"),
-                Err(e) => tracing::error!(%circuit, error = %e, "preloading parameters failed"),
+                Err(e) => {
+                    failed += 1;
+                    tracing::error!(%circuit, error = %e, "preloading parameters failed");
+                }
             }
         }
-    });
+        (total, failed)
+    }))
+}
+
+/// Create the state directory and say where state goes; warn when nothing can be
+/// remembered between starts (no state directory and a parameter directory we cannot
+/// write), because every start then repeats the subgroup checks and the PCE extraction.
+fn prepare_state_dir(config: &Config) {
+    let pce = config.pce_cache_dir();
+    match config.state_dir() {
+        Some(dir) => {
+            use std::os::unix::fs::DirBuilderExt;
+            if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o750).create(&dir) {
+                tracing::warn!(state_dir = %dir.display(), error = %e, "cannot create the state directory");
+            } else if !cuzk_core::config::dir_writable(&dir) {
+                tracing::warn!(state_dir = %dir.display(), "the state directory is not writable: subgroup checks and PCE extraction will repeat at every start");
+            }
+            tracing::info!(state_dir = %dir.display(), pce_cache = %pce.display(), "state directory");
+        }
+        None => {
+            tracing::info!(
+                pce_cache = %pce.display(),
+                "no state directory (daemon.state_dir empty, {} absent or not writable): records and the PCE cache go beside the parameters",
+                cuzk_core::config::DEFAULT_STATE_DIR
+            );
+            if !cuzk_core::config::dir_writable(&config.srs.param_dir) {
+                tracing::warn!(
+                    param_dir = %config.srs.param_dir.display(),
+                    "the parameter directory is not writable and there is no state directory: subgroup checks and \
+                     PCE extraction will repeat at every start; set daemon.state_dir"
+                );
+            }
+        }
+    }
 }
 
 /// Every [`PRUNE_INTERVAL`], forget jobs that finished longer ago than the retention window.

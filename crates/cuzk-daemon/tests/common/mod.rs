@@ -28,6 +28,11 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
+    /// Own a daemon a test started itself (its own environment or output).
+    pub fn new(child: Child) -> Daemon {
+        Daemon(Some(child))
+    }
+
     pub fn pid(&self) -> i32 {
         self.0.as_ref().expect("daemon running").id() as i32
     }
