@@ -38,6 +38,10 @@ pub struct DaemonConfig {
     pub job_retention_secs: u64,
     /// Largest gRPC message accepted or sent.
     pub max_message_bytes: usize,
+    /// Submits decoded and split into partitions at once (each can briefly hold its message
+    /// two or three times over: up to 256 MiB each); a submit that finds no slot within
+    /// 10 s is RESOURCE_EXHAUSTED.
+    pub max_concurrent_decodes: usize,
     /// Where the daemon keeps what it learns about the parameters (subgroup-check records,
     /// the PCE cache by default), so the parameter directory may be read-only. Empty: see
     /// [`Config::state_dir`].
@@ -55,6 +59,7 @@ impl Default for DaemonConfig {
             shutdown_grace_secs: 300,
             job_retention_secs: 600,
             max_message_bytes: 256 << 20,
+            max_concurrent_decodes: 4,
             state_dir: PathBuf::new(),
         }
     }
@@ -122,11 +127,19 @@ pub struct PipelineConfig {
     pub synthesis_workers: usize,
     /// Partitions proved at once per prover backend instance (CPU backend: one is best).
     pub prover_workers: usize,
+    /// Jobs queued or running at once; a submit beyond it is RESOURCE_EXHAUSTED (bounds the
+    /// decoded requests the daemon holds).
+    pub max_queued_jobs: usize,
+    /// Partitions of queued or running jobs at once; a submit that would pass it is
+    /// RESOURCE_EXHAUSTED.
+    pub max_queued_partitions: usize,
 }
 
 impl Default for PipelineConfig {
     fn default() -> Self {
-        PipelineConfig { synthesis_workers: 1, prover_workers: 1 }
+        // 256 jobs hold at most a few GB of decoded requests (a 32 GiB C1 is ~50 MB); 2560
+        // partitions are 256 PoRep-32g jobs or a whole WindowPoSt deadline's worth and more.
+        PipelineConfig { synthesis_workers: 1, prover_workers: 1, max_queued_jobs: 256, max_queued_partitions: 2560 }
     }
 }
 
@@ -249,6 +262,12 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.pipeline.synthesis_workers == 0 || self.pipeline.prover_workers == 0 {
             return Err(ConfigError::Invalid("pipeline worker counts must be at least 1".into()));
+        }
+        if self.daemon.max_concurrent_decodes == 0 {
+            return Err(ConfigError::Invalid("daemon.max_concurrent_decodes must be at least 1".into()));
+        }
+        if self.pipeline.max_queued_jobs == 0 || self.pipeline.max_queued_partitions == 0 {
+            return Err(ConfigError::Invalid("pipeline.max_queued_jobs and max_queued_partitions must be at least 1".into()));
         }
         if self.gpus.workers_per_device == 0 {
             return Err(ConfigError::Invalid("gpus.workers_per_device must be at least 1".into()));

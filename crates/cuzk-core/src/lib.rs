@@ -7,6 +7,8 @@ pub mod backend;
 pub mod config;
 pub mod engine;
 pub mod error;
+/// Test-only fault injection (inert unless a test arms it; see the module).
+pub mod faults;
 pub mod metrics;
 pub mod pce_cache;
 pub mod pipeline;

@@ -89,6 +89,8 @@ impl PceCache {
 
     /// From the disk cache, or extracted from the blank circuit and saved.
     fn load_or_extract(&self, circuit: CircuitId) -> Result<(PreCompiled, PceSource), EngineError> {
+        // As in `SrsCache::load`: a panic here leaves the slot empty and unlocked (retryable).
+        crate::faults::hit(crate::faults::Stage::PceLoad);
         let path = self.path(circuit);
         let identity = self.identity(circuit)?;
         match cache::load(&path, &identity) {

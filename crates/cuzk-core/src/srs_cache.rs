@@ -142,6 +142,10 @@ impl SrsCache {
     }
 
     fn load(&self, circuit: CircuitId) -> Result<LoadedSrs, EngineError> {
+        // A panic here (tests inject one) unwinds through `get` with the slot's lock held;
+        // parking_lot's guard unlocks on unwind and leaves the slot empty, so the next `get`
+        // loads again instead of finding a poisoned or half-filled slot.
+        crate::faults::hit(crate::faults::Stage::SrsLoad);
         let start = Instant::now();
         if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
             let srs = synthetic::build_srs(circuit, &source.shapes)?;

@@ -18,23 +18,48 @@ use cuzk_proto::v1::{
 };
 use tonic::{Request, Response, Status};
 
+/// How long a submit waits for a decoding slot (`daemon.max_concurrent_decodes`) before it is
+/// refused with RESOURCE_EXHAUSTED: long enough to ride out a burst (a deadline's WindowPoSt
+/// partitions at once), short enough that a flood is turned away, not queued in memory.
+const DECODE_WAIT: Duration = Duration::from_secs(10);
+
 /// The service object tonic serves; cheap to clone (one shared scheduler).
 #[derive(Clone)]
 pub struct Service {
     scheduler: Arc<Scheduler>,
+    /// Slots for decoding and splitting requests (`daemon.max_concurrent_decodes`).
+    decodes: Arc<tokio::sync::Semaphore>,
+    decode_wait: Duration,
 }
 
 impl Service {
     pub fn new(scheduler: Arc<Scheduler>) -> Self {
-        Service { scheduler }
+        let decodes = Arc::new(tokio::sync::Semaphore::new(scheduler.config().daemon.max_concurrent_decodes));
+        Service { scheduler, decodes, decode_wait: DECODE_WAIT }
     }
 
-    /// Convert, validate and enqueue one request (decoding runs on a blocking thread).
+    /// Convert, validate and enqueue one request (decoding runs on a blocking thread, at most
+    /// `daemon.max_concurrent_decodes` at once).
     async fn submit(&self, msg: SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
         let (request_id, priority, request) = to_engine_request(msg)?;
+        let slot = match tokio::time::timeout(self.decode_wait, self.decodes.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => permit,
+            _ => {
+                tracing::warn!(request_id = %request_id, "SubmitProof rejected: every decoding slot busy");
+                return Err(Status::resource_exhausted(format!(
+                    "{} requests are being decoded already (daemon.max_concurrent_decodes); retry shortly",
+                    self.scheduler.config().daemon.max_concurrent_decodes
+                )));
+            }
+        };
         let scheduler = self.scheduler.clone();
         let rid = request_id.clone();
-        let outcome = tokio::task::spawn_blocking(move || scheduler.submit(&rid, priority, request))
+        // The slot moves into the blocking task: held while the decoding really runs, even if
+        // the client goes away meanwhile.
+        let outcome = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            scheduler.submit(&rid, priority, request)
+        })
             .await
             .map_err(|e| Status::internal(format!("submit task failed: {e}")))?
             .map_err(|e| {
@@ -281,6 +306,28 @@ mod tests {
         ] {
             assert_eq!(to_engine_request(bad).unwrap_err().code(), tonic::Code::InvalidArgument);
         }
+    }
+
+    /// With every decoding slot taken, a submit is RESOURCE_EXHAUSTED (after the wait, zero
+    /// here); with a slot free the same submit is decoded (and refused as bad input).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn submits_beyond_the_decoding_slots_are_resource_exhausted() {
+        let mut config = cuzk_core::Config::default();
+        config.gpus.backend = "cpu".into();
+        config.daemon.max_concurrent_decodes = 2;
+        let scheduler = Scheduler::start(config, None).unwrap();
+        let mut svc = Service::new(scheduler.clone());
+        svc.decode_wait = Duration::ZERO;
+        let garbage = || SubmitProofRequest { proof_kind: 1, registered_proof: 5, sector_size: 2048, vanilla_proof: b"{".to_vec(), ..Default::default() };
+        let taken = svc.decodes.clone().acquire_many_owned(2).await.unwrap();
+        let e = svc.submit(garbage()).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+        assert!(e.message().contains("max_concurrent_decodes"), "{e:?}");
+        drop(taken);
+        let e = svc.submit(garbage()).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "a free slot lets the request be decoded: {e:?}");
+        assert_eq!(svc.decodes.available_permits(), 2, "the slot is returned after decoding");
+        scheduler.shutdown(Duration::from_secs(5));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! blocking work runs on the scheduler's own threads; the async side only waits on watch
 //! channels.
 
+mod admission;
 mod inputs;
 mod job;
 mod memory;
@@ -200,6 +201,8 @@ impl Scheduler {
         if let Some(existing) = self.existing(&sh.by_request_id.lock(), request_id, &digest) {
             return Ok(existing);
         }
+        // Room for another job at all, before the decoding it would cost.
+        admission::admit(sh, 0)?;
         let prepared = prepare(&req)?;
         let circuit = prepared.circuit_id;
         if !sh.memory.fits(circuit) {
@@ -240,6 +243,7 @@ impl Scheduler {
                 // first one wins and this submit returns it.
                 return Ok(existing);
             }
+            admission::admit(sh, job.partitions)?;
             if !request_id.is_empty() {
                 // Replaces any older job of this id: different inputs, or failed/cancelled.
                 ids.insert(request_id.to_string(), job_id.clone());

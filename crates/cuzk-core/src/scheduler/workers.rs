@@ -1,13 +1,16 @@
 //! The two worker loops. Synthesis workers: best pending partition → reserve memory →
 //! synthesize → ready queue. Prover workers: best ready partition → parameters → prove →
 //! release memory → record; the worker that records a job's last partition verifies and
-//! assembles the proof. Both loops check for cancellation at every partition boundary.
+//! assembles the proof. Both loops check for cancellation at every partition boundary, and
+//! both run each partition under `catch_unwind`: a panic in any stage fails that job with
+//! "internal error: panic in <stage>: <message>" and the worker carries on.
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_filecoin::Partition;
+use cuzk_filecoin::{catch_panic, Partition};
 use cuzk_groth16::WorkLabel;
 
 use super::job::{Job, Phase};
@@ -16,6 +19,7 @@ use super::queue::WorkKey;
 use super::timeline::TimelineEntry;
 use super::Shared;
 use crate::error::EngineError;
+use crate::faults::{self, JobContext, Stage};
 use crate::pipeline::{self, Assembled, SynthesizedPartition};
 use crate::synthetic::{unverified_message, Verification};
 
@@ -57,111 +61,153 @@ fn fail(sh: &Shared, job: &Arc<Job>, err: &EngineError) {
     }
 }
 
+/// What a panic in a worker stage becomes: that job's error. The worker itself lives on.
+fn panicked(stage: &str, message: &str) -> EngineError {
+    EngineError::Internal(format!("panic in {stage}: {message}"))
+}
+
+/// The stage a worker is in, for the message of a panic caught around the whole partition.
+/// Set before each step, so a panic anywhere (our code, storage-proofs, the caches, the
+/// backend) names where it happened.
+struct StageMark(Cell<&'static str>);
+
+impl StageMark {
+    fn set(&self, stage: &'static str) {
+        self.0.set(stage)
+    }
+}
+
+/// Synthesis workers: each partition runs under `catch_unwind`, so a panic fails its job with
+/// the stage named and the loop goes on. Whatever the partition held (its memory
+/// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
 pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
-    while let Some(Work { job, partition }) = sh.pending.pop() {
-        if job.is_cancelled_or_done() {
-            continue;
-        }
-        let estimate = sh.memory.estimate(job.circuit);
-        let Some(mut memory) = sh.memory.reserve_waiting(estimate, || job.is_cancelled_or_done() || !sh.accepting.load(Ordering::SeqCst) && job.phase() == Phase::Queued)
-        else {
-            continue;
-        };
-        if !job.mark_started() {
-            continue;
-        }
-        let in_flight = InFlight::new(sh);
-        let index = partition.index;
-        let pce = match &sh.pce {
-            Some(cache) => match cache.get(job.circuit) {
-                Ok((pc, _)) => Some(pc),
-                Err(e) => {
-                    fail(sh, &job, &e);
-                    continue;
-                }
-            },
-            None => None,
-        };
-        match pipeline::synthesize(partition, pce.as_ref()) {
-            Ok(s) => {
-                let path = if s.via_pce() { "pce" } else { "plain" };
-                sh.metrics.synthesized.with_label_values(&[path]).inc();
-                // A compact witness: hold what it really holds while it waits (~2 % of the
-                // plain one at 32 GiB; the first estimate assumed all of it). A full assignment
-                // keeps its estimate, which also covers the prover's copies.
-                let held = s.heap_bytes();
-                sh.memory.observe(job.circuit, s.num_constraints(), held);
-                if s.via_pce() {
-                    memory.resize(held);
-                }
-                sh.metrics.synthesis_seconds.with_label_values(&[job.kind.name()]).observe(s.synthesis_time.as_secs_f64());
-                if job.is_cancelled_or_done() {
-                    continue;
-                }
-                let key = WorkKey::new(job.priority, job.seq, index);
-                sh.ready.push(key, ReadyWork { job, synthesized: s, _memory: memory, _in_flight: in_flight });
-            }
-            Err(e) => fail(sh, &job, &e),
+    while let Some(work) = sh.pending.pop() {
+        let job = work.job.clone();
+        let _context = JobContext::enter(&job.request_id);
+        let stage = StageMark(Cell::new("synthesis admission"));
+        if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
+            fail(sh, &job, &panicked(stage.0.get(), &message));
         }
     }
 }
 
+fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &StageMark) {
+    if job.is_cancelled_or_done() {
+        return;
+    }
+    let estimate = sh.memory.estimate(job.circuit);
+    let Some(mut memory) = sh.memory.reserve_waiting(estimate, || job.is_cancelled_or_done() || !sh.accepting.load(Ordering::SeqCst) && job.phase() == Phase::Queued)
+    else {
+        return;
+    };
+    if !job.mark_started() {
+        return;
+    }
+    let in_flight = InFlight::new(sh);
+    let index = partition.index;
+    let pce = match &sh.pce {
+        Some(cache) => {
+            stage.set(Stage::PceLoad.name());
+            match cache.get(job.circuit) {
+                Ok((pc, _)) => Some(pc),
+                Err(e) => return fail(sh, &job, &e),
+            }
+        }
+        None => None,
+    };
+    stage.set(Stage::Synthesis.name());
+    faults::hit(Stage::Synthesis);
+    match pipeline::synthesize(partition, pce.as_ref()) {
+        Ok(s) => {
+            let path = if s.via_pce() { "pce" } else { "plain" };
+            sh.metrics.synthesized.with_label_values(&[path]).inc();
+            // A compact witness: hold what it really holds while it waits (~2 % of the
+            // plain one at 32 GiB; the first estimate assumed all of it). A full assignment
+            // keeps its estimate, which also covers the prover's copies.
+            let held = s.heap_bytes();
+            sh.memory.observe(job.circuit, s.num_constraints(), held);
+            if s.via_pce() {
+                memory.resize(held);
+            }
+            sh.metrics.synthesis_seconds.with_label_values(&[job.kind.name()]).observe(s.synthesis_time.as_secs_f64());
+            if job.is_cancelled_or_done() {
+                return;
+            }
+            let key = WorkKey::new(job.priority, job.seq, index);
+            sh.ready.push(key, ReadyWork { job, synthesized: s, _memory: memory, _in_flight: in_flight });
+        }
+        Err(e) => fail(sh, &job, &e),
+    }
+}
+
+/// Prover workers, supervised like [`synthesis_loop`]: a panic while loading parameters,
+/// proving, or verifying and assembling fails that job (its reservations are released while
+/// unwinding) and the worker takes the next partition.
 pub(super) fn prover_loop(sh: &Arc<Shared>) {
-    while let Some(ReadyWork { job, synthesized, _memory, _in_flight }) = sh.ready.pop() {
-        if job.is_cancelled_or_done() {
-            continue;
+    while let Some(work) = sh.ready.pop() {
+        let job = work.job.clone();
+        let _context = JobContext::enter(&job.request_id);
+        let stage = StageMark(Cell::new("prover admission"));
+        if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
+            fail(sh, &job, &panicked(stage.0.get(), &message));
         }
-        let srs_start = Instant::now();
-        let (srs, loaded_now) = match sh.srs.get(job.circuit) {
-            Ok(s) => s,
-            Err(e) => {
-                fail(sh, &job, &e);
-                continue;
+    }
+}
+
+fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, _memory, _in_flight }: ReadyWork, stage: &StageMark) {
+    if job.is_cancelled_or_done() {
+        return;
+    }
+    stage.set(Stage::SrsLoad.name());
+    let srs_start = Instant::now();
+    let (srs, loaded_now) = match sh.srs.get(job.circuit) {
+        Ok(s) => s,
+        Err(e) => return fail(sh, &job, &e),
+    };
+    if loaded_now {
+        job.progress.lock().srs_load += srs_start.elapsed();
+    }
+    let (synthesis_start, synthesis_time) = (synthesized.synthesis_start, synthesized.synthesis_time);
+    stage.set(Stage::Prove.name());
+    let prove_start = Instant::now();
+    // The prover's own share (the expanded witness, host a, b, c); never waits.
+    let proving = sh.memory.reserve_proving(sh.memory.estimate(job.circuit).proving);
+    let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into() };
+    faults::hit(Stage::Prove);
+    let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
+        Ok(p) => p,
+        Err(e) => return fail(sh, &job, &e),
+    };
+    drop((proving, _memory, _in_flight));
+    stage.set("recording the partition");
+    sh.timeline.record(TimelineEntry {
+        job: job.id.clone(),
+        kind: job.kind.name(),
+        partition: proved.index,
+        synthesis_start,
+        synthesis_end: synthesis_start + synthesis_time,
+        prove_start,
+        prove_end: Instant::now(),
+        device: proved.prove_timings.device,
+        device_span: proved.prove_timings.device_span,
+        phases: proved.prove_timings.clone(),
+    });
+    sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
+    let Some(all) = job.record(proved) else { return };
+    stage.set(Stage::Verify.name());
+    faults::hit(Stage::Verify);
+    match pipeline::verify_and_assemble(&srs, all, job.partitions) {
+        Ok(a) if a.verification == Verification::SkippedSynthetic => finish_unverified(sh, &job, a.proof),
+        Ok(Assembled { proof, .. }) => {
+            let account = |t: &super::job::JobTimings| {
+                sh.count_end(&job, Phase::Completed);
+                sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(t.total.as_secs_f64());
+            };
+            if job.finish(Phase::Completed, proof, None, account) {
+                tracing::info!(job = %job.id, "job completed and verified");
             }
-        };
-        if loaded_now {
-            job.progress.lock().srs_load += srs_start.elapsed();
         }
-        let (synthesis_start, synthesis_time) = (synthesized.synthesis_start, synthesized.synthesis_time);
-        let prove_start = Instant::now();
-        // The prover's own share (the expanded witness, host a, b, c); never waits.
-        let proving = sh.memory.reserve_proving(sh.memory.estimate(job.circuit).proving);
-        let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into() };
-        let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
-            Ok(p) => p,
-            Err(e) => {
-                fail(sh, &job, &e);
-                continue;
-            }
-        };
-        drop((proving, _memory, _in_flight));
-        sh.timeline.record(TimelineEntry {
-            job: job.id.clone(),
-            kind: job.kind.name(),
-            partition: proved.index,
-            synthesis_start,
-            synthesis_end: synthesis_start + synthesis_time,
-            prove_start,
-            prove_end: Instant::now(),
-            device: proved.prove_timings.device,
-            device_span: proved.prove_timings.device_span,
-            phases: proved.prove_timings.clone(),
-        });
-        sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
-        let Some(all) = job.record(proved) else { continue };
-        match pipeline::verify_and_assemble(&srs, all, job.partitions) {
-            Ok(a) if a.verification == Verification::SkippedSynthetic => finish_unverified(sh, &job, a.proof),
-            Ok(Assembled { proof, .. }) => {
-                let account = |t: &super::job::JobTimings| {
-                    sh.count_end(&job, Phase::Completed);
-                    sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(t.total.as_secs_f64());
-                };
-                if job.finish(Phase::Completed, proof, None, account) {
-                    tracing::info!(job = %job.id, "job completed and verified");
-                }
-            }
-            Err(e) => fail(sh, &job, &e),
-        }
+        Err(e) => fail(sh, &job, &e),
     }
 }
 

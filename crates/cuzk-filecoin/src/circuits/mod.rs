@@ -9,6 +9,8 @@ mod native_witness;
 pub(crate) mod porep;
 mod post;
 mod snap;
+#[cfg(test)]
+mod oversized_tests;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use cuzk_groth16::{Fr, ProvingAssignment};
@@ -155,6 +157,31 @@ fn prepare_inner(req: &ProofRequest) -> Result<PreparedProof, InputError> {
 /// only fail on inconsistent inputs (wrong counts, mismatched sectors, bad indices).
 fn circuit_error(what: &'static str) -> impl Fn(anyhow::Error) -> InputError {
     move |e| InputError::Invalid { what, reason: format!("{e:#}") }
+}
+
+/// Refuse a Merkle inclusion proof whose path is not the shape of the tree it opens (`leaves`
+/// leaves): exactly the levels storage-proofs' verifier expects (`expected_len`, the check it
+/// makes itself), each with the siblings of one of the tree's arities. Checked at submit, so
+/// an oversized vanilla proof never becomes a circuit larger than the registered proof's.
+fn check_merkle_path<P: storage_proofs_core::merkle::MerkleProofTrait>(
+    what: &'static str,
+    proof: &P,
+    leaves: usize,
+) -> Result<(), InputError> {
+    use typenum::Unsigned;
+    let path = proof.path();
+    let expected = proof.expected_len(leaves);
+    if path.len() != expected {
+        return Err(InputError::Invalid { what, reason: format!("a Merkle path of {} levels; the tree has {expected}", path.len()) });
+    }
+    let arities = [P::Arity::to_usize(), P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize()];
+    if let Some((siblings, _)) = path.iter().find(|(siblings, _)| !arities.contains(&(siblings.len() + 1))) {
+        return Err(InputError::Invalid {
+            what,
+            reason: format!("a Merkle path level with {} siblings; the tree's arities are {arities:?}", siblings.len()),
+        });
+    }
+    Ok(())
 }
 
 fn bincode_error(what: &'static str, index: usize, type_name: &'static str) -> impl Fn(bincode::Error) -> InputError {

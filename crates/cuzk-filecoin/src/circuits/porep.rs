@@ -15,7 +15,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use super::native_witness::porep::PartitionInputs;
-use super::{circuit_error, Partition, WithNativeWitness};
+use super::{check_merkle_path, circuit_error, Partition, WithNativeWitness};
 use crate::error::InputError;
 use crate::request::ProofRequest;
 
@@ -73,6 +73,39 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
     vanilla.iter().enumerate().map(|(k, proofs)| sector.partition(k, proofs)).collect()
 }
 
+/// Refuse vanilla proofs larger than the registered proof's circuit, before any circuit is
+/// built: each partition has exactly the proof's challenges, and each challenge the proof's
+/// layers, parents and Merkle path lengths. storage-proofs would build a bigger circuit from
+/// whatever it is given (a C1 with 50× the challenges would be synthesized in full).
+fn check_vanilla_shape<Tree: 'static + MerkleTreeTrait>(
+    vp: &stacked::PublicParams<Tree>,
+    sector_size: u64,
+    vanilla: &[Vec<VanillaSealProof<Tree>>],
+) -> Result<(), InputError> {
+    use storage_proofs_core::drgraph::Graph;
+    let challenges = vp.challenges.num_challenges_per_partition();
+    if let Some(p) = vanilla.iter().find(|p| p.len() != challenges) {
+        return Err(InputError::WrongCount { what: "challenges (vanilla proofs) in each C1 partition", expected: challenges.to_string(), got: p.len() });
+    }
+    let nodes = (sector_size / 32) as usize;
+    let (drg, exp) = (vp.graph.base_graph().degree(), vp.graph.expansion_degree());
+    let what = "C1 vanilla proofs";
+    for proof in vanilla.iter().flatten() {
+        let columns = &proof.replica_column_proofs;
+        let counts = [
+            ("labelling proofs (layers)", proof.labeling_proofs.len(), vp.num_layers),
+            ("DRG parent columns", columns.drg_parents.len(), drg),
+            ("expander parent columns", columns.exp_parents.len(), exp),
+        ];
+        if let Some((name, got, expected)) = counts.into_iter().find(|(_, got, expected)| got != expected) {
+            return Err(InputError::Invalid { what, reason: format!("a challenge has {got} {name}; the registered proof has {expected}") });
+        }
+        check_merkle_path(what, &proof.comm_d_proofs, nodes)?;
+        check_merkle_path(what, &proof.comm_r_last_proof, nodes)?;
+    }
+    Ok(())
+}
+
 /// What every partition of one sector's C2 shares.
 pub(crate) struct Sector<Tree: 'static + MerkleTreeTrait> {
     public_inputs: stacked::PublicInputs<<Tree::Hasher as filecoin_hashers::Hasher>::Domain, DefaultPieceDomain>,
@@ -117,6 +150,7 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
         };
         let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
             .map_err(circuit_error("PoRep setup"))?;
+        check_vanilla_shape(&pp.vanilla_params, u64::from(config.sector_size), &vanilla)?;
         Ok((Sector { public_inputs, vanilla_params: pp.vanilla_params }, vanilla))
     }
 

@@ -12,7 +12,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
 
 use super::native_witness::post::PostInputs;
-use super::{bincode_error, circuit_error, Partition, WithNativeWitness};
+use super::{bincode_error, check_merkle_path, circuit_error, Partition, WithNativeWitness};
 use crate::error::InputError;
 use crate::request::{post_randomness, prover_id_from_miner, ProofRequest};
 
@@ -45,6 +45,28 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         })
         .collect::<Result<Vec<_>, _>>()?;
 
+    // Every sector opens exactly the registered proof's challenges along full-depth paths
+    // (sector counts are checked below, per PoSt type), before any circuit is built.
+    let nodes = (u64::from(config.sector_size) / 32) as usize;
+    for p in &vanilla {
+        // One vanilla proof is one sector's (filecoin-proofs' `generate_single_vanilla_proof`);
+        // more inside one would each become sectors of the circuit.
+        let inner = &p.vanilla_proof.sectors;
+        if inner.len() != 1 {
+            return Err(InputError::WrongCount { what: "sector proofs inside each vanilla proof", expected: "1".into(), got: inner.len() });
+        }
+        let openings = &inner[0].inclusion_proofs;
+        if openings.len() != config.challenge_count {
+            return Err(InputError::WrongCount {
+                what: "challenge openings per sector in the vanilla proofs",
+                expected: config.challenge_count.to_string(),
+                got: openings.len(),
+            });
+        }
+        for o in openings {
+            check_merkle_path("PoSt vanilla proofs", o, nodes)?;
+        }
+    }
     let randomness = post_randomness(&req.randomness)?;
     let randomness = as_safe_commitment(&randomness, "randomness")
         .map_err(|e| InputError::BadFieldElement { name: "randomness", reason: format!("{e:#}") })?;

@@ -61,6 +61,19 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         })
         .collect::<Result<Vec<_>, _>>()?;
 
+    // Counts before verification, so an oversized proof gets a clear message (the vanilla
+    // verifier below refuses it too, but only as "does not verify").
+    let nodes = (u64::from(config.sector_size) / 32) as usize;
+    let challenges = storage_proofs_update::constants::challenge_count(nodes);
+    let apex_leaves = storage_proofs_update::constants::apex_leaf_count(nodes);
+    for p in &vanilla {
+        if p.challenge_proofs.len() != challenges {
+            return Err(InputError::WrongCount { what: "challenges per SnapDeals partition proof", expected: challenges.to_string(), got: p.challenge_proofs.len() });
+        }
+        if p.apex_leafs.len() != apex_leaves {
+            return Err(InputError::WrongCount { what: "apex leaves per SnapDeals partition proof", expected: apex_leaves.to_string(), got: p.apex_leafs.len() });
+        }
+    }
     let public_inputs = PublicInputs { k: partitions, comm_r_old, comm_d_new, comm_r_new, h: config.h };
     let setup = compound_proof::SetupParams {
         vanilla_params: SetupParams { sector_bytes: u64::from(config.sector_size) },

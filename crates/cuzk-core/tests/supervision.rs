@@ -1,0 +1,88 @@
+//! Nothing a worker does for one job can hang it or take the scheduler down: a panic injected
+//! at each worker stage (`cuzk_core::faults`) fails exactly that job with a message naming
+//! the stage, every reservation is released, and the next job of the same circuit — which
+//! must find the parameter and PCE caches usable again — is proved and verified.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_core::faults::{self, Action, Stage};
+use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
+use cuzk_core::Config;
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::ProofKind;
+
+fn scheduler() -> Arc<Scheduler> {
+    let f = common::fixture();
+    let mut config = Config::default();
+    config.srs.param_dir = f.dir.join("params");
+    Scheduler::start(config, None).unwrap()
+}
+
+/// The job's end, or None if it has not ended in 10 minutes (a hang: the bug this file is for).
+fn wait(s: &Scheduler, job: &str) -> Option<JobResult> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    match rt.block_on(s.await_job(job, Some(Duration::from_secs(600)))).unwrap() {
+        AwaitOutcome::Done(r) => Some(r),
+        AwaitOutcome::TimedOut => None,
+    }
+}
+
+/// One stage: a fresh scheduler (so its first job really loads the parameters and the PCE
+/// matrices, with one synthesis and one prover worker), a job whose stage panics, then a good
+/// job of the same circuit on the same workers.
+fn panic_at(stage: Stage, kind: ProofKind) {
+    let f = common::fixture();
+    let s = scheduler();
+    let rid = format!("supervision-panic-{stage:?}-{kind:?}");
+    faults::arm(stage, &rid, Action::Panic);
+    let bad = s.submit(&rid, None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
+    let r = wait(&s, &bad.job_id).unwrap_or_else(|| panic!("a panic in {stage} left job {} running", bad.job_id));
+    assert!(!faults::is_armed(stage, &rid), "the fault at {stage} never fired");
+    assert_eq!(r.phase, Phase::Failed, "{stage}: {:?}", r.error);
+    let message = r.error.unwrap_or_default();
+    assert!(message.starts_with(&format!("internal error: panic in {}: ", stage.name())), "{stage}: {message}");
+    assert!(message.contains("injected fault"), "the panic's own message is kept: {message}");
+    assert!(r.proof.is_empty());
+
+    // The workers survived, and the caches the panic may have unwound through are usable.
+    let good = s.submit(&format!("supervision-after-{stage:?}-{kind:?}"), None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
+    let r = wait(&s, &good.job_id).unwrap_or_else(|| panic!("after a panic in {stage}, the next job never finished"));
+    assert_eq!(r.phase, Phase::Completed, "after a panic in {stage}: {:?}", r.error);
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &r.proof).unwrap());
+
+    let st = s.status();
+    assert_eq!((st.completed, st.failed), (1, 1), "{stage}");
+    s.shutdown(Duration::from_secs(60));
+    // Every partition's reservation, the failed one's included, was released.
+    let st = s.status();
+    assert_eq!(st.memory_used, 0, "{stage}: a partition's reservation leaked");
+    assert_eq!(st.partitions_in_flight, 0, "{stage}");
+}
+
+#[test]
+fn a_panic_while_loading_pce_matrices_fails_only_that_job() {
+    panic_at(Stage::PceLoad, ProofKind::WinningPost);
+}
+
+#[test]
+fn a_panic_in_synthesis_fails_only_that_job() {
+    panic_at(Stage::Synthesis, ProofKind::WindowPostPartition);
+}
+
+#[test]
+fn a_panic_while_loading_parameters_fails_only_that_job() {
+    panic_at(Stage::SrsLoad, ProofKind::WinningPost);
+}
+
+#[test]
+fn a_panic_in_the_prover_fails_only_that_job() {
+    panic_at(Stage::Prove, ProofKind::WindowPostPartition);
+}
+
+#[test]
+fn a_panic_while_verifying_fails_only_that_job() {
+    panic_at(Stage::Verify, ProofKind::WinningPost);
+}
