@@ -133,13 +133,25 @@ pub struct PipelineConfig {
     /// Partitions of queued or running jobs at once; a submit that would pass it is
     /// RESOURCE_EXHAUSTED.
     pub max_queued_partitions: usize,
+    /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
+    /// prove, verify) this long without moving on is failed, so it cannot stay Running
+    /// forever (scheduler watchdog); 0 = never.
+    pub stall_timeout_secs: u64,
 }
 
 impl Default for PipelineConfig {
     fn default() -> Self {
         // 256 jobs hold at most a few GB of decoded requests (a 32 GiB C1 is ~50 MB); 2560
         // partitions are 256 PoRep-32g jobs or a whole WindowPoSt deadline's worth and more.
-        PipelineConfig { synthesis_workers: 1, prover_workers: 1, max_queued_jobs: 256, max_queued_partitions: 2560 }
+        PipelineConfig {
+            synthesis_workers: 1,
+            prover_workers: 1,
+            max_queued_jobs: 256,
+            max_queued_partitions: 2560,
+            // 30 minutes: far beyond any one stage of a healthy 64 GiB proof (parameter load
+            // with subgroup checks included), short enough that a hung job gets an answer.
+            stall_timeout_secs: 1800,
+        }
     }
 }
 

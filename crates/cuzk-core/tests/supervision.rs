@@ -1,7 +1,8 @@
 //! Nothing a worker does for one job can hang it or take the scheduler down: a panic injected
 //! at each worker stage (`cuzk_core::faults`) fails exactly that job with a message naming
 //! the stage, every reservation is released, and the next job of the same circuit — which
-//! must find the parameter and PCE caches usable again — is proved and verified.
+//! must find the parameter and PCE caches usable again — is proved and verified. A stage
+//! that hangs instead is failed by the watchdog after `pipeline.stall_timeout_secs`.
 
 mod common;
 
@@ -9,17 +10,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_core::faults::{self, Action, Stage};
-use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
+use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Priority, Scheduler};
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
 
-fn scheduler() -> Arc<Scheduler> {
+fn config() -> Config {
     let f = common::fixture();
     let mut config = Config::default();
     config.srs.param_dir = f.dir.join("params");
-    Scheduler::start(config, None).unwrap()
+    config
 }
+
+fn scheduler() -> Arc<Scheduler> {
+    Scheduler::start(config(), None).unwrap()
+}
+
+/// NORMAL priority throughout: only the general workers (one synthesis, one prover) take
+/// such work, so a later job completing shows that the very worker that panicked lives on.
+const PRIORITY: Option<Priority> = Some(Priority::Normal);
 
 /// The job's end, or None if it has not ended in 10 minutes (a hang: the bug this file is for).
 fn wait(s: &Scheduler, job: &str) -> Option<JobResult> {
@@ -38,7 +47,7 @@ fn panic_at(stage: Stage, kind: ProofKind) {
     let s = scheduler();
     let rid = format!("supervision-panic-{stage:?}-{kind:?}");
     faults::arm(stage, &rid, Action::Panic);
-    let bad = s.submit(&rid, None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
+    let bad = s.submit(&rid, PRIORITY, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
     let r = wait(&s, &bad.job_id).unwrap_or_else(|| panic!("a panic in {stage} left job {} running", bad.job_id));
     assert!(!faults::is_armed(stage, &rid), "the fault at {stage} never fired");
     assert_eq!(r.phase, Phase::Failed, "{stage}: {:?}", r.error);
@@ -48,7 +57,7 @@ fn panic_at(stage: Stage, kind: ProofKind) {
     assert!(r.proof.is_empty());
 
     // The workers survived, and the caches the panic may have unwound through are usable.
-    let good = s.submit(&format!("supervision-after-{stage:?}-{kind:?}"), None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
+    let good = s.submit(&format!("supervision-after-{stage:?}-{kind:?}"), PRIORITY, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
     let r = wait(&s, &good.job_id).unwrap_or_else(|| panic!("after a panic in {stage}, the next job never finished"));
     assert_eq!(r.phase, Phase::Completed, "after a panic in {stage}: {:?}", r.error);
     assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &r.proof).unwrap());
@@ -85,4 +94,30 @@ fn a_panic_in_the_prover_fails_only_that_job() {
 #[test]
 fn a_panic_while_verifying_fails_only_that_job() {
     panic_at(Stage::Verify, ProofKind::WinningPost);
+}
+
+/// A stage that never returns: the watchdog fails the job after `stall_timeout_secs` with a
+/// message naming the stage; once the stage does return, its worker goes on with the next job.
+#[test]
+fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
+    let f = common::fixture();
+    let mut config = config();
+    config.pipeline.stall_timeout_secs = 5;
+    let s = Scheduler::start(config, None).unwrap();
+    // Loaded here, not in a (timed) worker stage of the jobs below.
+    s.preload("winning-2k").unwrap();
+    let rid = "supervision-stall";
+    faults::arm(Stage::Prove, rid, Action::Hold);
+    let stuck = s.submit(rid, PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let r = wait(&s, &stuck.job_id).expect("a job whose prover hangs must still end");
+    assert_eq!(r.phase, Phase::Failed);
+    let message = r.error.unwrap_or_default();
+    assert!(message.contains("no progress for 5 s in prove"), "{message}");
+
+    faults::release(Stage::Prove, rid);
+    let good = s.submit("supervision-after-stall", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let r = wait(&s, &good.job_id).expect("after a stall, the next job never finished");
+    assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
+    s.shutdown(Duration::from_secs(60));
 }

@@ -16,6 +16,7 @@ mod job;
 mod memory;
 mod queue;
 pub mod timeline;
+mod watchdog;
 mod workers;
 
 use std::collections::HashMap;
@@ -117,6 +118,8 @@ pub(crate) struct Shared {
     pub totals: [AtomicU64; 3],
     pub next_seq: AtomicU64,
     pub started: Instant,
+    /// What each worker is doing, for the watchdog (`pipeline.stall_timeout_secs`).
+    pub(crate) activity: watchdog::Activity,
 }
 
 pub struct Scheduler {
@@ -162,6 +165,7 @@ impl Scheduler {
             totals: Default::default(),
             next_seq: AtomicU64::new(1),
             started,
+            activity: Default::default(),
             config,
         });
         let mut threads = Vec::new();
@@ -173,6 +177,11 @@ impl Scheduler {
         for i in 0..prover_workers {
             let s = shared.clone();
             threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s)));
+        }
+        if shared.config.pipeline.stall_timeout_secs > 0 {
+            let s = shared.clone();
+            let limit = Duration::from_secs(s.config.pipeline.stall_timeout_secs);
+            threads.push(spawn("cuzk-watchdog".into(), move || watchdog::watchdog_loop(&s, limit)));
         }
         Ok(Arc::new(Scheduler { shared, threads: Mutex::new(threads) }))
     }

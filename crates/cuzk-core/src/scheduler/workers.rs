@@ -5,7 +5,6 @@
 //! both run each partition under `catch_unwind`: a panic in any stage fails that job with
 //! "internal error: panic in <stage>: <message>" and the worker carries on.
 
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,6 +16,7 @@ use super::job::{Job, Phase};
 use super::memory::Reservation;
 use super::queue::WorkKey;
 use super::timeline::TimelineEntry;
+use super::watchdog::StageMark;
 use super::Shared;
 use crate::error::EngineError;
 use crate::faults::{self, JobContext, Stage};
@@ -53,7 +53,7 @@ impl Drop for InFlight {
     }
 }
 
-fn fail(sh: &Shared, job: &Arc<Job>, err: &EngineError) {
+pub(super) fn fail(sh: &Shared, job: &Arc<Job>, err: &EngineError) {
     if job.finish(Phase::Failed, Vec::new(), Some(err.to_string()), |_| sh.count_end(job, Phase::Failed)) {
         tracing::warn!(job = %job.id, error = %err, "job failed");
         sh.pending.remove_where(|w| Arc::ptr_eq(&w.job, job));
@@ -66,17 +66,6 @@ fn panicked(stage: &str, message: &str) -> EngineError {
     EngineError::Internal(format!("panic in {stage}: {message}"))
 }
 
-/// The stage a worker is in, for the message of a panic caught around the whole partition.
-/// Set before each step, so a panic anywhere (our code, storage-proofs, the caches, the
-/// backend) names where it happened.
-struct StageMark(Cell<&'static str>);
-
-impl StageMark {
-    fn set(&self, stage: &'static str) {
-        self.0.set(stage)
-    }
-}
-
 /// Synthesis workers: each partition runs under `catch_unwind`, so a panic fails its job with
 /// the stage named and the loop goes on. Whatever the partition held (its memory
 /// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
@@ -84,9 +73,9 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
     while let Some(work) = sh.pending.pop() {
         let job = work.job.clone();
         let _context = JobContext::enter(&job.request_id);
-        let stage = StageMark(Cell::new("synthesis admission"));
+        let stage = StageMark::new(sh, &job, "synthesis admission");
         if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
-            fail(sh, &job, &panicked(stage.0.get(), &message));
+            fail(sh, &job, &panicked(stage.get(), &message));
         }
     }
 }
@@ -147,9 +136,9 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
     while let Some(work) = sh.ready.pop() {
         let job = work.job.clone();
         let _context = JobContext::enter(&job.request_id);
-        let stage = StageMark(Cell::new("prover admission"));
+        let stage = StageMark::new(sh, &job, "prover admission");
         if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
-            fail(sh, &job, &panicked(stage.0.get(), &message));
+            fail(sh, &job, &panicked(stage.get(), &message));
         }
     }
 }
