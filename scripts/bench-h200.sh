@@ -28,13 +28,13 @@ out="${OUT:-$work/out}"
 mkdir -p "$work" "$out"
 export TP_CPUS="${TP_CPUS:-0-15}"
 gpu_keys='devices = [0]'
-# Host memory for working sets beyond parameters (44 GiB) and PCE matrices (7 GiB): 60 GiB
-# keeps the whole daemon inside a 128 GB host.
+# One budget for everything the daemon keeps: parameters (44 GiB host copy; 60 GB while a
+# generated setup runs), PCE matrices (7 GiB) and working sets: 100 GiB of a 128 GB host.
 cat > "$work/extra.toml" <<TOML
 [pipeline]
 synthesis_workers = 14
 [memory]
-budget_bytes = $((60 << 30))
+budget_bytes = $((100 << 30))
 TOML
 echo "host: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; pinned to cores $TP_CPUS"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>/dev/null

@@ -46,6 +46,12 @@ pub struct DaemonConfig {
     /// the PCE cache by default), so the parameter directory may be read-only. Empty: see
     /// [`Config::state_dir`].
     pub state_dir: PathBuf,
+    /// Bearer token every gRPC call must carry (`authorization: Bearer <token>`); empty =
+    /// none, which the daemon refuses on a non-loopback TCP address.
+    pub auth_token: String,
+    /// Bearer token CancelProof, PreloadSRS and EvictSRS need; empty = they need what every
+    /// other call needs.
+    pub admin_token: String,
 }
 
 impl Default for DaemonConfig {
@@ -61,6 +67,8 @@ impl Default for DaemonConfig {
             max_message_bytes: 256 << 20,
             max_concurrent_decodes: 4,
             state_dir: PathBuf::new(),
+            auth_token: String::new(),
+            admin_token: String::new(),
         }
     }
 }
@@ -133,6 +141,9 @@ pub struct PipelineConfig {
     /// Partitions of queued or running jobs at once; a submit that would pass it is
     /// RESOURCE_EXHAUSTED.
     pub max_queued_partitions: usize,
+    /// One more synthesis and one more prover worker that take only HIGH and CRITICAL work
+    /// (WindowPoSt, WinningPoSt), so deadline proofs never wait for a worker busy with PoRep.
+    pub deadline_lane: bool,
     /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
     /// prove, verify) this long without moving on is failed, so it cannot stay Running
     /// forever (scheduler watchdog); 0 = never.
@@ -148,6 +159,7 @@ impl Default for PipelineConfig {
             prover_workers: 1,
             max_queued_jobs: 256,
             max_queued_partitions: 2560,
+            deadline_lane: true,
             // 30 minutes: far beyond any one stage of a healthy 64 GiB proof (parameter load
             // with subgroup checks included), short enough that a hung job gets an answer.
             stall_timeout_secs: 1800,
@@ -158,8 +170,9 @@ impl Default for PipelineConfig {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// Bytes of host memory working sets may take (SRS excluded); 0 = 70 % of physical
-    /// memory at start.
+    /// Bytes of host memory the daemon may reserve for everything it keeps: loaded
+    /// parameters, PCE matrices and partition working sets. 0 = what is available at start
+    /// (MemAvailable, or a cgroup limit's room if smaller) minus 5 % (at least 1 GiB).
     pub budget_bytes: u64,
 }
 

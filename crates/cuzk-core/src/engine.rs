@@ -90,7 +90,7 @@ impl Engine {
                     }
                 }
             });
-            let label = WorkLabel { job_id: "in-process".into(), proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into() };
+            let label = WorkLabel { job_id: "in-process".into(), proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into(), urgent: false };
             rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?, &label)).collect()
         });
         let mut proved = proved?;

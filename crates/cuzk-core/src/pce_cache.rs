@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::error::EngineError;
+use crate::scheduler::{MemoryBudget, Reservation};
 
 type Slot = Arc<Mutex<Option<Arc<PreCompiled>>>>;
 
@@ -25,6 +26,10 @@ pub struct PceCache {
     dir: PathBuf,
     param_dir: PathBuf,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
+    /// The daemon's memory budget, and what the resident matrices hold of it (they stay for
+    /// the process's life).
+    budget: std::sync::OnceLock<Arc<MemoryBudget>>,
+    held: Mutex<Vec<Reservation>>,
 }
 
 /// How a `get` was satisfied, for logs, metrics and the benchmark.
@@ -37,7 +42,19 @@ pub enum PceSource {
 
 impl PceCache {
     pub fn new(dir: PathBuf, param_dir: PathBuf) -> Self {
-        PceCache { dir, param_dir, slots: Mutex::default() }
+        PceCache { dir, param_dir, slots: Mutex::default(), budget: std::sync::OnceLock::new(), held: Mutex::default() }
+    }
+
+    /// Count the matrices this cache keeps resident against `budget` from now on (only the
+    /// first call takes effect).
+    pub fn attach_budget(&self, budget: Arc<MemoryBudget>) {
+        let _ = self.budget.set(budget);
+    }
+
+    /// Bytes `circuit`'s matrices will take when resident, as far as known without loading
+    /// them: its cache file's size (the matrices are mapped from it), else 0.
+    pub fn expected_bytes(&self, circuit: CircuitId) -> u64 {
+        std::fs::metadata(self.path(circuit)).map_or(0, |m| m.len())
     }
 
     /// The cache `config` asks for, or None when PCE is switched off.
@@ -64,6 +81,11 @@ impl PceCache {
             return Ok((pc.clone(), PceSource::Memory));
         }
         let (pc, source) = self.load_or_extract(circuit)?;
+        if let Some(budget) = self.budget.get() {
+            // Already in memory (or mapped): counted as they are, so the loads and partitions
+            // admitted after them see the room they take.
+            self.held.lock().push(budget.hold_resident(pc.stats().bytes_resident as u64));
+        }
         let pc = Arc::new(pc);
         *guard = Some(pc.clone());
         Ok((pc, source))

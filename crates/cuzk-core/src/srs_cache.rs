@@ -5,10 +5,16 @@
 //! only; see `crate::synthetic`); circuits listed in `srs.generated` get parameters from
 //! cuzk's own INSECURE setup over their PCE matrices (tests and benchmarks at sizes whose
 //! ceremony files are out of reach; their proofs verify against the generated key).
+//!
+//! With a memory budget attached (the daemon's), every load is reserved before it starts
+//! (the file's size, or a generated setup's points plus its evaluations); a load that does not
+//! fit evicts idle parameters of other circuits, least recently used first, then waits for
+//! jobs to release theirs, and is refused when nothing can ever make room.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::params::param_files;
@@ -21,6 +27,7 @@ use parking_lot::Mutex;
 use crate::config::Config;
 use crate::error::EngineError;
 use crate::pce_cache::PceCache;
+use crate::scheduler::{MemoryBudget, Reservation};
 use crate::synthetic;
 
 /// One circuit's parameters, decoded and validated, with the prepared verifying key.
@@ -30,6 +37,17 @@ pub struct LoadedSrs {
     pub pvk: PreparedVerifyingKey,
     pub bytes: u64,
     pub load_time: Duration,
+    /// When a job last asked for these parameters (ns since the cache was made): the LRU key.
+    last_used: AtomicU64,
+    /// The load's share of the memory budget, released with the parameters.
+    _memory: Option<Reservation>,
+}
+
+/// What a load that needs room may evict with: the budget, and what must forget evicted
+/// parameters first (the prover backend's device copies).
+struct Budget {
+    memory: Arc<MemoryBudget>,
+    forget: Box<dyn Fn(&Srs) + Send + Sync>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
@@ -44,6 +62,8 @@ pub struct SrsCache {
     synthetic: Option<SyntheticSource>,
     /// Set when `srs.generated` lists circuits.
     generated: Option<GeneratedSource>,
+    budget: OnceLock<Budget>,
+    epoch: Instant,
 }
 
 /// Which circuits get generated (INSECURE) parameters, from which seed, and where their
@@ -87,7 +107,13 @@ pub enum EvictOutcome {
 
 impl SrsCache {
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
-        SrsCache { dir, check, records: None, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None }
+        SrsCache { dir, check, records: None, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None, budget: OnceLock::new(), epoch: Instant::now() }
+    }
+
+    /// Count every load against `memory` from now on; `forget` sees parameters evicted to
+    /// make room before they are freed. Only the first call takes effect.
+    pub fn attach_budget(&self, memory: Arc<MemoryBudget>, forget: impl Fn(&Srs) + Send + Sync + 'static) {
+        let _ = self.budget.set(Budget { memory, forget: Box::new(forget) });
     }
 
     /// The cache `config` describes. `setup_engine` supplies the generated setup's multiplier
@@ -130,26 +156,136 @@ impl SrsCache {
     }
 
     /// The parameters of `circuit`, loading them if needed. Returns whether this call loaded.
+    /// A load that finds no room in the budget, even after evicting idle parameters, is
+    /// refused at once ([`SrsCache::get_or_wait`] waits instead).
     pub fn get(&self, circuit: CircuitId) -> Result<(Arc<LoadedSrs>, bool), EngineError> {
+        self.get_or_wait(circuit, || true)
+    }
+
+    /// Like [`SrsCache::get`], but when other jobs' parameters fill the budget, waits for them
+    /// to be released until `give_up()` (checked every 200 ms and whenever memory is freed).
+    pub fn get_or_wait(&self, circuit: CircuitId, give_up: impl Fn() -> bool) -> Result<(Arc<LoadedSrs>, bool), EngineError> {
         let slot = self.slots.lock().entry(circuit).or_default().clone();
         let mut guard = slot.lock();
         if let Some(loaded) = guard.as_ref() {
+            loaded.last_used.store(self.now(), Ordering::Relaxed);
             return Ok((loaded.clone(), false));
         }
-        let loaded = Arc::new(self.load(circuit)?);
+        // Under this circuit's slot lock: concurrent first uses wait for this one reservation.
+        let memory = self.reserve(circuit, &give_up)?;
+        let loaded = Arc::new(self.load(circuit, memory)?);
         *guard = Some(loaded.clone());
         Ok((loaded, true))
     }
 
-    fn load(&self, circuit: CircuitId) -> Result<LoadedSrs, EngineError> {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Bytes a load of `circuit` takes at its peak: the parameters, plus a generated setup's
+    /// QAP evaluations (three field elements per variable) while it runs.
+    fn load_bytes(&self, circuit: CircuitId) -> Result<u64, EngineError> {
+        let shape = |pce: &PceCache| -> Result<_, EngineError> {
+            let shape = pce.srs_shape(circuit)?;
+            let points = shape
+                .resident_bytes()
+                .ok_or_else(|| EngineError::Internal(format!("{circuit}: no evaluation domain fits the circuit")))?;
+            Ok((shape, points))
+        };
+        if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
+            return Ok(shape(&source.shapes)?.1);
+        }
+        if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
+            let (shape, points) = shape(&source.matrices)?;
+            return Ok(points + 96 * (shape.num_inputs + shape.num_aux) as u64);
+        }
+        // A missing file is reported by the load itself.
+        Ok(param_files(&self.dir, circuit).ok().and_then(|f| std::fs::metadata(&f.params).ok()).map_or(0, |m| m.len()))
+    }
+
+    /// The resident bytes `circuit`'s parameters will take, as far as known without loading
+    /// anything (the file's size; 0 for generated or synthetic ones): for refusing at submit a
+    /// job that can never fit.
+    pub fn expected_bytes(&self, circuit: CircuitId) -> u64 {
+        let listed = |c: &BTreeSet<CircuitId>| c.contains(&circuit);
+        if self.synthetic.as_ref().is_some_and(|s| listed(&s.circuits)) || self.generated.as_ref().is_some_and(|s| listed(&s.circuits)) {
+            return 0;
+        }
+        self.load_bytes(circuit).unwrap_or(0)
+    }
+
+    /// Room for a load of `circuit` in the budget (None without one): evicting idle
+    /// parameters, least recently used first, then waiting for jobs to release theirs.
+    fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool) -> Result<Option<Reservation>, EngineError> {
+        let Some(budget) = self.budget.get() else { return Ok(None) };
+        let need = self.load_bytes(circuit)?;
+        loop {
+            if let Some(r) = budget.memory.try_reserve_resident(need) {
+                return Ok(Some(r));
+            }
+            if self.evict_least_recently_used(circuit, &*budget.forget) {
+                continue;
+            }
+            // Nothing idle to evict. Jobs in flight will release memory (and their
+            // parameters) when they finish; with none, nothing ever will.
+            let nothing_will_free = budget.memory.only_resident() && !self.any_held();
+            if nothing_will_free || give_up() {
+                let m = &budget.memory;
+                return Err(EngineError::ResourceExhausted(format!(
+                    "loading the parameters of {circuit} needs {} MiB, but {} MiB of the {} MiB memory budget are in use \
+                     ({} MiB by loaded parameters and matrices){}",
+                    need >> 20,
+                    m.used() >> 20,
+                    m.limit() >> 20,
+                    m.resident() >> 20,
+                    if nothing_will_free { " and nothing can be evicted (memory.budget_bytes)" } else { "" }
+                )));
+            }
+            budget.memory.wait_for_release(Duration::from_millis(200));
+        }
+    }
+
+    /// Evict the least recently used parameters that no job holds, other than `keep`'s.
+    /// Returns whether anything was freed.
+    fn evict_least_recently_used(&self, keep: CircuitId, forget: &(dyn Fn(&Srs) + Send + Sync)) -> bool {
+        let mut idle: Vec<(u64, CircuitId)> = {
+            let slots = self.slots.lock();
+            slots
+                .iter()
+                .filter(|(c, _)| **c != keep)
+                .filter_map(|(c, slot)| {
+                    let guard = slot.try_lock()?;
+                    let l = guard.as_ref()?;
+                    (Arc::strong_count(l) == 1).then(|| (l.last_used.load(Ordering::Relaxed), *c))
+                })
+                .collect()
+        };
+        idle.sort();
+        for (_, circuit) in idle {
+            if let EvictOutcome::Freed { bytes } = self.evict_with(circuit, forget) {
+                tracing::info!(%circuit, mib = bytes >> 20, "evicted idle parameters (least recently used) to make room");
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether any job holds loaded parameters, or a load is under way, right now.
+    fn any_held(&self) -> bool {
+        let slots: Vec<Slot> = self.slots.lock().values().cloned().collect();
+        slots.iter().any(|slot| slot.try_lock().is_none_or(|g| g.as_ref().is_some_and(|l| Arc::strong_count(l) > 1)))
+    }
+
+    fn load(&self, circuit: CircuitId, memory: Option<Reservation>) -> Result<LoadedSrs, EngineError> {
         // A panic here (tests inject one) unwinds through `get` with the slot's lock held;
         // parking_lot's guard unlocks on unwind and leaves the slot empty, so the next `get`
         // loads again instead of finding a poisoned or half-filled slot.
         crate::faults::hit(crate::faults::Stage::SrsLoad);
         let start = Instant::now();
+        let done = |srs: Srs| self.loaded(circuit, srs, start, memory);
         if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
             let srs = synthetic::build_srs(circuit, &source.shapes)?;
-            return Ok(Self::loaded(circuit, srs, start));
+            return Ok(done(srs));
         }
         if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
             // Not pinned here: once the setup is built, the only resident copy of the
@@ -158,7 +294,7 @@ impl SrsCache {
             tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
             let srs = cuzk_pce::setup::generate_srs_with(&pc, source.seed, &circuit.to_string(), &*source.mul)
                 .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;
-            return Ok(Self::loaded(circuit, srs, start));
+            return Ok(done(srs));
         }
         let files = param_files(&self.dir, circuit)
             .map_err(|e| EngineError::SrsMissing { circuit: circuit.to_string(), message: format!("{e:#}") })?;
@@ -183,12 +319,16 @@ impl SrsCache {
                 });
             }
         }
-        Ok(Self::loaded(circuit, srs, start))
+        Ok(done(srs))
     }
 
-    fn loaded(circuit: CircuitId, srs: Srs, start: Instant) -> LoadedSrs {
+    fn loaded(&self, circuit: CircuitId, srs: Srs, start: Instant, mut memory: Option<Reservation>) -> LoadedSrs {
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         let bytes = srs.resident_bytes();
+        // The reservation covered the load's peak; from now on it holds what stays.
+        if let Some(m) = memory.as_mut() {
+            m.resize(bytes);
+        }
         let load_time = start.elapsed();
         if srs.insecure {
             tracing::warn!(%circuit, bytes, ms = load_time.as_millis() as u64, path = %srs.path.display(),
@@ -196,7 +336,7 @@ impl SrsCache {
         } else {
             tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, synthetic = srs.synthetic, "parameters resident");
         }
-        LoadedSrs { circuit, srs, pvk, bytes, load_time }
+        LoadedSrs { circuit, srs, pvk, bytes, load_time, last_used: AtomicU64::new(self.now()), _memory: memory }
     }
 
     /// Drop `circuit`'s parameters unless a job holds them.

@@ -85,6 +85,7 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
         "uptime_seconds": st.uptime.as_secs(),
         "memory": {
             "used_bytes": st.memory_used, "limit_bytes": st.memory_limit,
+            "resident_bytes": st.memory_resident, "peak_bytes": st.memory_peak,
             "process_rss_bytes": st.process_rss, "process_peak_rss_bytes": st.process_peak_rss,
         },
         "partitions_in_flight": st.partitions_in_flight,

@@ -40,6 +40,9 @@ impl Randomness {
 pub struct WorkLabel {
     pub job_id: String,
     pub proof_kind: String,
+    /// Deadline work (WinningPoSt, WindowPoSt at high priority): a backend that shares a
+    /// device lets it go first, at the next phase boundary of the partition in hand.
+    pub urgent: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

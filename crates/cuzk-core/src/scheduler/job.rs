@@ -30,6 +30,12 @@ impl Priority {
         }
     }
 
+    /// HIGH and CRITICAL: deadline work, served by the deadline lane's own workers and first
+    /// on a shared device (see `scheduler::workers` and cuzk-cuda's `device_lock`).
+    pub fn is_deadline(self) -> bool {
+        self >= Priority::High
+    }
+
     pub fn from_wire(v: i32) -> Option<Priority> {
         [Priority::Low, Priority::Normal, Priority::High, Priority::Critical].into_iter().find(|p| *p as i32 == v)
     }

@@ -1,5 +1,9 @@
-//! The host-memory budget for partition working sets, in two parts:
+//! The one host-memory budget of the daemon. It counts, in three parts:
 //!
+//! * *resident*: what stays loaded between jobs: each circuit's Groth16 parameters (the host
+//!   copy: 44 GiB for porep-32g) and its PCE matrices (7 GiB). Parameters are reserved before
+//!   they are read, and a load that does not fit makes room by evicting idle parameters
+//!   (least recently used first) or waits for jobs to release theirs (see `SrsCache`);
 //! * *waiting*: what a partition holds from the start of its synthesis until its proof is
 //!   done. On the PCE path, the compact witness (~90 MB for a 32 GiB PoRep partition, whose
 //!   aux values are 98.7 % zeros and ones at 2 bits each); on the plain path, the whole
@@ -7,8 +11,8 @@
 //! * *proving*: what a prover worker adds while it works on a partition: the expanded witness,
 //!   and on the host a/b/c path also a, b, c and the backend's dense scalar copies.
 //!
-//! Synthesis waits until its partition's waiting bytes fit beside a headroom of one proving
-//! set per prover worker (for the largest circuit admitted so far). So provers never wait
+//! Synthesis waits until its partition's waiting bytes fit beside what is resident and a
+//! headroom of one proving set per prover worker (for the largest circuit admitted so far). So provers never wait
 //! for memory: if they could, waiting partitions could fill the budget while every prover
 //! waited for room to expand one, and nothing would ever free it. Estimates start from a
 //! table of measured constraint counts, then follow what synthesis produced.
@@ -86,10 +90,14 @@ struct Observed {
 
 #[derive(Default)]
 struct State {
+    /// Parameters and matrices loaded.
+    resident: u64,
     /// Held by waiting reservations (synthesis until proof end).
     waiting: u64,
     /// Held by provers.
     proving: u64,
+    /// The most ever reserved at once (all three parts), for tests and `/status`.
+    peak: u64,
     /// The largest proving set of any circuit admitted so far (sizes the headroom).
     max_proving: u64,
 }
@@ -106,11 +114,38 @@ pub struct MemoryBudget {
     observed: Mutex<HashMap<CircuitId, Observed>>,
 }
 
-/// Memory held by one partition at one stage; released on drop.
+impl State {
+    fn slot(&mut self, stage: Stage) -> &mut u64 {
+        match stage {
+            Stage::Resident => &mut self.resident,
+            Stage::Waiting => &mut self.waiting,
+            Stage::Proving => &mut self.proving,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.resident + self.waiting + self.proving
+    }
+
+    fn add(&mut self, stage: Stage, bytes: u64) {
+        *self.slot(stage) += bytes;
+        self.peak = self.peak.max(self.total());
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Resident,
+    Waiting,
+    Proving,
+}
+
+/// Memory held by one partition at one stage, or by one circuit's loaded parameters or
+/// matrices; released on drop.
 pub struct Reservation {
     budget: Arc<MemoryBudget>,
     bytes: u64,
-    proving: bool,
+    stage: Stage,
 }
 
 impl Reservation {
@@ -118,8 +153,8 @@ impl Reservation {
     /// work is already done and the memory already in use.
     pub fn resize(&mut self, bytes: u64) {
         let mut s = self.budget.state.lock();
-        let slot = if self.proving { &mut s.proving } else { &mut s.waiting };
-        *slot = *slot - self.bytes + bytes;
+        *s.slot(self.stage) -= self.bytes;
+        s.add(self.stage, bytes);
         drop(s);
         if bytes < self.bytes {
             self.budget.freed.notify_all();
@@ -135,11 +170,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         let mut s = self.budget.state.lock();
-        if self.proving {
-            s.proving -= self.bytes;
-        } else {
-            s.waiting -= self.bytes;
-        }
+        *s.slot(self.stage) -= self.bytes;
         drop(s);
         self.budget.freed.notify_all();
     }
@@ -158,19 +189,70 @@ impl MemoryBudget {
         })
     }
 
-    /// 70 % of physical memory, or 8 GiB when it cannot be read.
+    /// What this process can really use: the memory available now (`MemAvailable`), or less
+    /// where a cgroup limit (systemd's `MemoryMax=`, a container) leaves less, minus a margin
+    /// of 5 % (at least 1 GiB) for the allocator, the gRPC buffers and the kernel. 8 GiB when
+    /// neither can be read.
     pub fn default_limit() -> u64 {
-        physical_memory().map_or(8 << 30, |m| m / 10 * 7)
+        let available = match (mem_available(), cgroup_room()) {
+            (Some(a), Some(c)) => a.min(c),
+            (a, c) => match a.or(c) {
+                Some(x) => x,
+                None => return 8 << 30,
+            },
+        };
+        available.saturating_sub((available / 20).max(1 << 30))
     }
 
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
-    /// Bytes reserved now, both stages.
+    /// Bytes reserved now, all parts.
     pub fn used(&self) -> u64 {
+        self.state.lock().total()
+    }
+
+    /// Bytes reserved by loaded parameters and matrices.
+    pub fn resident(&self) -> u64 {
+        self.state.lock().resident
+    }
+
+    /// The most ever reserved at once.
+    pub fn peak(&self) -> u64 {
+        self.state.lock().peak
+    }
+
+    /// Reserve `bytes` for parameters about to be loaded, if they fit now beside everything
+    /// reserved and the provers' headroom. Never waits: the caller decides whether to evict,
+    /// wait ([`MemoryBudget::wait_for_release`]) or refuse.
+    pub fn try_reserve_resident(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+        let mut s = self.state.lock();
+        if s.total() + bytes + self.prover_workers * s.max_proving > self.limit {
+            return None;
+        }
+        s.add(Stage::Resident, bytes);
+        Some(Reservation { budget: self.clone(), bytes, stage: Stage::Resident })
+    }
+
+    /// Count `bytes` that are already in memory (matrices just loaded or extracted), fitting
+    /// or not: refusing them now would free nothing. Later reservations see the room they took.
+    pub fn hold_resident(self: &Arc<Self>, bytes: u64) -> Reservation {
+        self.state.lock().add(Stage::Resident, bytes);
+        Reservation { budget: self.clone(), bytes, stage: Stage::Resident }
+    }
+
+    /// Block until some reservation is released or `timeout` passes.
+    pub fn wait_for_release(&self, timeout: std::time::Duration) {
+        let mut s = self.state.lock();
+        self.freed.wait_for(&mut s, timeout);
+    }
+
+    /// Whether nothing but resident parameters and matrices is reserved (no partition in
+    /// flight that could release memory by finishing).
+    pub fn only_resident(&self) -> bool {
         let s = self.state.lock();
-        s.waiting + s.proving
+        s.waiting == 0 && s.proving == 0
     }
 
     /// The per-partition estimate for `circuit`.
@@ -192,10 +274,11 @@ impl MemoryBudget {
         self.observed.lock().insert(circuit, Observed { constraints, waiting: Some(waiting_bytes) });
     }
 
-    /// Whether a partition of `circuit` can ever be admitted.
-    pub fn fits(&self, circuit: CircuitId) -> bool {
+    /// Whether a partition of `circuit` can ever be admitted, with `resident` bytes of its
+    /// own parameters and matrices loaded (everything else can be evicted or finishes).
+    pub fn fits(&self, circuit: CircuitId, resident: u64) -> bool {
         let e = self.estimate(circuit);
-        e.waiting + self.prover_workers * e.proving <= self.limit
+        resident + e.waiting + self.prover_workers * e.proving <= self.limit
     }
 
     /// Admit a partition to synthesis: block until its waiting bytes fit beside the provers'
@@ -209,9 +292,9 @@ impl MemoryBudget {
             // A partition that cannot fit even alone (fits() refuses those at submission, but
             // a bigger circuit admitted since may have raised the headroom) still runs when
             // nothing else waits, rather than never.
-            if s.waiting + e.waiting + headroom <= self.limit || s.waiting == 0 {
-                s.waiting += e.waiting;
-                return Some(Reservation { budget: self.clone(), bytes: e.waiting, proving: false });
+            if s.resident + s.waiting + e.waiting + headroom <= self.limit || s.waiting == 0 {
+                s.add(Stage::Waiting, e.waiting);
+                return Some(Reservation { budget: self.clone(), bytes: e.waiting, stage: Stage::Waiting });
             }
             if give_up() {
                 return None;
@@ -223,16 +306,34 @@ impl MemoryBudget {
     /// A prover's share for one partition. Never waits (see the module comment); the
     /// headroom kept by [`MemoryBudget::reserve_waiting`] is what makes room for it.
     pub fn reserve_proving(self: &Arc<Self>, bytes: u64) -> Reservation {
-        self.state.lock().proving += bytes;
-        Reservation { budget: self.clone(), bytes, proving: true }
+        self.state.lock().add(Stage::Proving, bytes);
+        Reservation { budget: self.clone(), bytes, stage: Stage::Proving }
     }
 }
 
-fn physical_memory() -> Option<u64> {
+/// `MemAvailable` of /proc/meminfo: free memory plus what the kernel can reclaim (page cache).
+fn mem_available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Room left under this process's cgroup v2 memory limit (`memory.max` − `memory.current`),
+/// or None when there is no limit or no cgroup v2.
+fn cgroup_room() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    // cgroup v2: one line "0::/path".
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
+    let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
+    cgroup_room_in(&dir)
+}
+
+fn cgroup_room_in(dir: &std::path::Path) -> Option<u64> {
+    let max = std::fs::read_to_string(dir.join("memory.max")).ok()?;
+    let max: u64 = max.trim().parse().ok()?; // "max" (no limit) does not parse
+    let current: u64 = std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse().ok()?;
+    Some(max.saturating_sub(current))
 }
 
 #[cfg(test)]
@@ -302,6 +403,42 @@ mod tests {
         assert_eq!(device.estimate(c).waiting, 92 << 20);
         plain.observe(c, 1000, 0);
         assert_eq!(plain.estimate(c).waiting, working_set_bytes(1000, true));
-        assert!(!MemoryBudget::new(1 << 30, true, true, 1).fits(c));
+        assert!(!MemoryBudget::new(1 << 30, true, true, 1).fits(c, 0));
+        let small = CircuitId::parse("winning-2k").unwrap();
+        let b = MemoryBudget::new(1 << 30, true, true, 1);
+        assert!(b.fits(small, 0));
+        assert!(!b.fits(small, 1 << 30), "its own parameters count against the budget");
+    }
+
+    #[test]
+    fn resident_parameters_count_and_leave_the_provers_headroom() {
+        let b = MemoryBudget::new(100, false, true, 2);
+        // A partition admitted with a proving set of 20: 40 bytes of headroom from now on.
+        let w = b.reserve_waiting(est(10, 20), || false).unwrap();
+        assert!(b.try_reserve_resident(51).is_none(), "10 + 51 + 40 > 100");
+        let r = b.try_reserve_resident(50).expect("10 + 50 + 40 = 100 fits");
+        assert_eq!((b.used(), b.resident()), (60, 50));
+        // Waiting partitions now see the parameters: no room for another 10.
+        assert!(b.reserve_waiting(est(10, 20), || true).is_none());
+        // Matrices already in memory are counted even over the limit.
+        let m = b.hold_resident(30);
+        assert_eq!(b.used(), 90);
+        assert_eq!(b.peak(), 90);
+        assert!(!b.only_resident());
+        drop(w);
+        assert!(b.only_resident());
+        drop((r, m));
+        assert_eq!((b.used(), b.peak()), (0, 90));
+    }
+
+    #[test]
+    fn cgroup_room_is_the_limit_minus_the_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("memory.current"), "1000\n").unwrap();
+        std::fs::write(dir.path().join("memory.max"), "max\n").unwrap();
+        assert_eq!(cgroup_room_in(dir.path()), None, "no limit");
+        std::fs::write(dir.path().join("memory.max"), "4096\n").unwrap();
+        assert_eq!(cgroup_room_in(dir.path()), Some(3096));
+        assert!(MemoryBudget::default_limit() > 0);
     }
 }

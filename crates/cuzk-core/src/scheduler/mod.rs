@@ -31,9 +31,9 @@ use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
-pub use memory::{working_set_bytes, Estimate, MemoryBudget};
+pub use memory::{working_set_bytes, Estimate, MemoryBudget, Reservation};
 use queue::{WorkKey, WorkQueue};
-use workers::{ReadyWork, Work};
+use workers::{Lane, ReadyWork, Work};
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -85,6 +85,10 @@ pub struct StatusSnapshot {
     pub uptime: Duration,
     pub memory_used: u64,
     pub memory_limit: u64,
+    /// Of `memory_used`, what loaded parameters and PCE matrices hold.
+    pub memory_resident: u64,
+    /// The most the budget ever had reserved at once.
+    pub memory_peak: u64,
     pub partitions_in_flight: u64,
     pub synthesis_workers: usize,
     pub prover_workers: usize,
@@ -146,13 +150,15 @@ impl Scheduler {
         // the matrices on its device, a, b, c never occupy host memory, and the budget must
         // not reserve them.
         let host_abc = !(config.pce.enabled && backend.evaluates_matrices());
-        let memory = MemoryBudget::new(limit, host_abc, config.pce.enabled, prover_workers);
+        // The deadline lane's prover needs its headroom like any other.
+        let lane = config.pipeline.deadline_lane;
+        let memory = MemoryBudget::new(limit, host_abc, config.pce.enabled, prover_workers + usize::from(lane));
         let started = Instant::now();
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),
             prover_workers,
-            srs: SrsCache::from_config(&config, || crate::backend::setup_engine(&config, &*backend)),
-            pce: PceCache::from_config(&config),
+            srs: attach(SrsCache::from_config(&config, || crate::backend::setup_engine(&config, &*backend)), &memory, &backend),
+            pce: PceCache::from_config(&config).inspect(|p| p.attach_budget(memory.clone())),
             backend,
             memory,
             metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
@@ -171,12 +177,17 @@ impl Scheduler {
         let mut threads = Vec::new();
         for i in 0..shared.config.pipeline.synthesis_workers {
             let s = shared.clone();
-            threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s)));
+            threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s, Lane::General)));
+        }
+        if lane {
+            let (s1, s2) = (shared.clone(), shared.clone());
+            threads.push(spawn("cuzk-synth-deadline".into(), move || workers::synthesis_loop(&s1, Lane::Deadline)));
+            threads.push(spawn("cuzk-prove-deadline".into(), move || workers::prover_loop(&s2, Lane::Deadline)));
         }
         tracing::info!(backend = %shared.backend.name(), prover_workers, "scheduler started");
         for i in 0..prover_workers {
             let s = shared.clone();
-            threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s)));
+            threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s, Lane::General)));
         }
         if shared.config.pipeline.stall_timeout_secs > 0 {
             let s = shared.clone();
@@ -214,13 +225,17 @@ impl Scheduler {
         admission::admit(sh, 0)?;
         let prepared = prepare(&req)?;
         let circuit = prepared.circuit_id;
-        if !sh.memory.fits(circuit) {
+        // Its own parameters and matrices count: everything else can be evicted or finishes.
+        let resident = sh.srs.expected_bytes(circuit) + sh.pce.as_ref().map_or(0, |p| p.expected_bytes(circuit));
+        if !sh.memory.fits(circuit, resident) {
             let e = sh.memory.estimate(circuit);
             return Err(SubmitError::ResourceExhausted(format!(
-                "one {circuit} partition needs about {} MiB of working memory, and each of the {} prover workers {} MiB more, but the budget is {} MiB (memory.budget_bytes)",
+                "one {circuit} partition needs about {} MiB of working memory, and each of the {} prover workers {} MiB more, \
+                 beside {} MiB of its parameters and matrices, but the budget is {} MiB (memory.budget_bytes)",
                 e.waiting >> 20,
                 sh.prover_workers,
                 e.proving >> 20,
+                resident >> 20,
                 sh.memory.limit() >> 20
             )));
         }
@@ -353,6 +368,8 @@ impl Scheduler {
             uptime: sh.started.elapsed(),
             memory_used: sh.memory.used(),
             memory_limit: sh.memory.limit(),
+            memory_resident: sh.memory.resident(),
+            memory_peak: sh.memory.peak(),
             partitions_in_flight: sh.in_flight.load(Ordering::Relaxed),
             synthesis_workers: sh.config.pipeline.synthesis_workers,
             prover_workers: sh.prover_workers,
@@ -468,6 +485,14 @@ impl Shared {
         self.totals[i].fetch_add(1, Ordering::Relaxed);
         counter.with_label_values(&[job.kind.name()]).inc();
     }
+}
+
+/// The daemon's parameters count against its one memory budget; those evicted to make room
+/// leave the backend's device copies first.
+fn attach(srs: Arc<SrsCache>, memory: &Arc<MemoryBudget>, backend: &Arc<dyn ProverBackend>) -> Arc<SrsCache> {
+    let backend = backend.clone();
+    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s));
+    srs
 }
 
 fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {

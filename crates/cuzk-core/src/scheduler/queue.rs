@@ -59,18 +59,27 @@ impl<T> Default for WorkQueue<T> {
 impl<T> WorkQueue<T> {
     pub fn push(&self, key: WorkKey, item: T) {
         self.state.lock().heap.push(Entry { key, item });
-        self.ready.notify_one();
+        // All: a deadline-lane worker must see deadline work even when a general worker
+        // takes the wake-up.
+        self.ready.notify_all();
     }
 
     /// The highest-priority item, waiting for one; None once the queue is closed.
+    #[cfg(test)]
     pub fn pop(&self) -> Option<T> {
+        self.pop_if(|_| true)
+    }
+
+    /// The highest-priority item if `wanted(its priority)`, waiting until there is one; None
+    /// once the queue is closed. The deadline lane pops with `Priority::is_deadline`.
+    pub fn pop_if(&self, wanted: impl Fn(Priority) -> bool) -> Option<T> {
         let mut s = self.state.lock();
         loop {
             if s.closed {
                 return None;
             }
-            if let Some(e) = s.heap.pop() {
-                return Some(e.item);
+            if s.heap.peek().is_some_and(|e| wanted(e.key.0)) {
+                return s.heap.pop().map(|e| e.item);
             }
             self.ready.wait(&mut s);
         }
@@ -116,6 +125,19 @@ mod tests {
         assert_eq!(order, ["winning-3/0", "porep-1/0", "porep-1/1", "porep-2/0"]);
         q.push(WorkKey::new(Priority::Low, 5, 0), "x");
         assert_eq!(q.remove_where(|s| *s == "x"), 1);
+        // The deadline lane takes only HIGH and CRITICAL work, the best first.
+        q.push(WorkKey::new(Priority::Normal, 6, 0), "porep-6/0");
+        q.push(WorkKey::new(Priority::High, 7, 0), "wpost-7/0");
+        assert_eq!(q.pop_if(Priority::is_deadline), Some("wpost-7/0"));
+        let lane = std::thread::scope(|sc| {
+            let waiter = sc.spawn(|| q.pop_if(Priority::is_deadline));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!waiter.is_finished(), "NORMAL work is not the lane's");
+            q.push(WorkKey::new(Priority::Critical, 8, 0), "winning-8/0");
+            waiter.join().unwrap()
+        });
+        assert_eq!(lane, Some("winning-8/0"));
+        assert_eq!(q.pop(), Some("porep-6/0"));
         q.close();
         assert_eq!(q.pop(), None);
     }

@@ -12,7 +12,7 @@ use std::time::Instant;
 use cuzk_filecoin::{catch_panic, Partition};
 use cuzk_groth16::WorkLabel;
 
-use super::job::{Job, Phase};
+use super::job::{Job, Phase, Priority};
 use super::memory::Reservation;
 use super::queue::WorkKey;
 use super::timeline::TimelineEntry;
@@ -21,7 +21,23 @@ use super::Shared;
 use crate::error::EngineError;
 use crate::faults::{self, JobContext, Stage};
 use crate::pipeline::{self, Assembled, SynthesizedPartition};
+use crate::srs_cache::LoadedSrs;
 use crate::synthetic::{unverified_message, Verification};
+
+/// Which work a worker takes. The general pools take everything, the best first; the
+/// deadline lane's own synthesis and prover workers take only HIGH and CRITICAL work, so a
+/// WinningPoSt never waits for a worker busy with a PoRep partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    General,
+    Deadline,
+}
+
+impl Lane {
+    fn takes(self, p: Priority) -> bool {
+        self == Lane::General || p.is_deadline()
+    }
+}
 
 /// A partition waiting for synthesis.
 pub struct Work {
@@ -29,10 +45,12 @@ pub struct Work {
     pub partition: Partition,
 }
 
-/// A synthesized partition waiting for a prover, holding its memory reservation.
+/// A synthesized partition waiting for a prover, holding its memory reservation and its
+/// circuit's parameters.
 pub struct ReadyWork {
     pub job: Arc<Job>,
     pub synthesized: SynthesizedPartition,
+    srs: Arc<LoadedSrs>,
     _memory: Reservation,
     _in_flight: InFlight,
 }
@@ -69,8 +87,8 @@ fn panicked(stage: &str, message: &str) -> EngineError {
 /// Synthesis workers: each partition runs under `catch_unwind`, so a panic fails its job with
 /// the stage named and the loop goes on. Whatever the partition held (its memory
 /// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
-pub(super) fn synthesis_loop(sh: &Arc<Shared>) {
-    while let Some(work) = sh.pending.pop() {
+pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
+    while let Some(work) = sh.pending.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
         let _context = JobContext::enter(&job.request_id);
         let stage = StageMark::new(sh, &job, "synthesis admission");
@@ -84,6 +102,20 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
     if job.is_cancelled_or_done() {
         return;
     }
+    // The circuit's parameters before any working memory: a partition that holds memory in
+    // the budget then always has its parameters loaded, so a load that finds the budget full
+    // can wait for partitions in flight to finish (they need nothing more to do so) and is
+    // never what keeps them waiting.
+    stage.set(Stage::SrsLoad.name());
+    let srs_start = Instant::now();
+    let (srs, loaded_now) = match sh.srs.get_or_wait(job.circuit, || job.is_cancelled_or_done()) {
+        Ok(s) => s,
+        Err(e) => return fail(sh, &job, &e),
+    };
+    if loaded_now {
+        job.progress.lock().srs_load += srs_start.elapsed();
+    }
+    stage.wait("synthesis admission");
     let estimate = sh.memory.estimate(job.circuit);
     let Some(mut memory) = sh.memory.reserve_waiting(estimate, || job.is_cancelled_or_done() || !sh.accepting.load(Ordering::SeqCst) && job.phase() == Phase::Queued)
     else {
@@ -123,7 +155,7 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
                 return;
             }
             let key = WorkKey::new(job.priority, job.seq, index);
-            sh.ready.push(key, ReadyWork { job, synthesized: s, _memory: memory, _in_flight: in_flight });
+            sh.ready.push(key, ReadyWork { job, synthesized: s, srs, _memory: memory, _in_flight: in_flight });
         }
         Err(e) => fail(sh, &job, &e),
     }
@@ -132,8 +164,8 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
 /// Prover workers, supervised like [`synthesis_loop`]: a panic while loading parameters,
 /// proving, or verifying and assembling fails that job (its reservations are released while
 /// unwinding) and the worker takes the next partition.
-pub(super) fn prover_loop(sh: &Arc<Shared>) {
-    while let Some(work) = sh.ready.pop() {
+pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
+    while let Some(work) = sh.ready.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
         let _context = JobContext::enter(&job.request_id);
         let stage = StageMark::new(sh, &job, "prover admission");
@@ -143,25 +175,16 @@ pub(super) fn prover_loop(sh: &Arc<Shared>) {
     }
 }
 
-fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, _memory, _in_flight }: ReadyWork, stage: &StageMark) {
+fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_flight }: ReadyWork, stage: &StageMark) {
     if job.is_cancelled_or_done() {
         return;
-    }
-    stage.set(Stage::SrsLoad.name());
-    let srs_start = Instant::now();
-    let (srs, loaded_now) = match sh.srs.get(job.circuit) {
-        Ok(s) => s,
-        Err(e) => return fail(sh, &job, &e),
-    };
-    if loaded_now {
-        job.progress.lock().srs_load += srs_start.elapsed();
     }
     let (synthesis_start, synthesis_time) = (synthesized.synthesis_start, synthesized.synthesis_time);
     stage.set(Stage::Prove.name());
     let prove_start = Instant::now();
     // The prover's own share (the expanded witness, host a, b, c); never waits.
     let proving = sh.memory.reserve_proving(sh.memory.estimate(job.circuit).proving);
-    let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into() };
+    let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into(), urgent: job.priority.is_deadline() };
     faults::hit(Stage::Prove);
     let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
         Ok(p) => p,

@@ -28,6 +28,7 @@ use group::Group;
 use parking_lot::Mutex;
 
 use super::buffer::DeviceBuffer;
+use crate::device_lock::DeviceLock;
 use super::device::{self, DeviceInfo};
 use crate::health::DeviceHealth;
 use super::error::CudaError;
@@ -74,7 +75,7 @@ impl Default for CudaOptions {
 struct Gpu {
     info: DeviceInfo,
     /// Held for the device-exclusive region of one partition.
-    lock: Mutex<()>,
+    lock: DeviceLock,
     /// Who holds `lock`, for status reports. Kept apart from `lock` so that a status request
     /// never waits seconds for a partition to release the device.
     current: Mutex<Option<WorkLabel>>,
@@ -165,7 +166,7 @@ impl CudaProver {
             .into_iter()
             .map(|info| Gpu {
                 info,
-                lock: Mutex::new(()),
+                lock: DeviceLock::default(),
                 current: Mutex::new(None),
                 active: AtomicUsize::new(0),
                 srs: Mutex::new(Vec::new()),
@@ -249,7 +250,7 @@ impl CudaProver {
     }
 
     /// The device-exclusive region for a partition whose a, b, c are on the host.
-    fn gpu_phase_host(&self, g: usize, srs: &Srs, shape: &Shape, inputs: &HostInputs<'_>, t: &mut ProveTimings) -> Result<MsmResults, CudaError> {
+    fn gpu_phase_host(&self, g: usize, srs: &Srs, shape: &Shape, inputs: &HostInputs<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
         let w = inputs.w;
         let n = shape.domain.n;
@@ -260,17 +261,22 @@ impl CudaProver {
         tracing::debug!(upload_ms = qt.upload_ms, ntt_ms = qt.ntt_ms, "quotient done; MSMs");
         t.upload += ms(qt.upload_ms);
         t.ntt = ms(qt.ntt_ms);
+        boundary();
         let h = run_g1(&dev.h, Scalars::Device { buffer: &d_h, offset: 0, len: n - 1 }, &mut t.msm_h)?;
         drop(d_h);
+        boundary();
         let l = run_g1(&dev.l, Scalars::Host(&w.aux_assignment), &mut t.msm_l)?;
+        boundary();
         let a = run_g1(&dev.a, Scalars::Host(&inputs.a_scalars), &mut t.msm_a)?;
+        boundary();
         let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1)?;
+        boundary();
         let b_g2 = run_g2(&dev.b_g2, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g2)?;
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
 
     /// The device-exclusive region for the GPU-resident PCE path: only the witness goes up.
-    fn gpu_phase_witness(&self, g: usize, srs: &Srs, shape: &Shape, pc: &PreCompiled, w: &ProvingAssignment, t: &mut ProveTimings) -> Result<MsmResults, CudaError> {
+    fn gpu_phase_witness(&self, g: usize, srs: &Srs, shape: &Shape, pc: &PreCompiled, w: &ProvingAssignment, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
         let idx = gpu.info.index;
         let n = shape.domain.n;
@@ -286,14 +292,19 @@ impl CudaProver {
         tracing::debug!(matvec_ms = mv_ms, "mat-vec done; quotient");
         t.ntt = ms(ntt::quotient_on_device(&shape.domain, &abc)?);
         tracing::debug!("quotient done; MSMs");
+        boundary();
         let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h)?;
         drop(abc);
+        boundary();
         let l = run_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, &mut t.msm_l)?;
+        boundary();
         let a_s = dpce.gather_a(&witness)?;
         let a = run_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, &mut t.msm_a)?;
         drop(a_s);
+        boundary();
         let b_s = dpce.gather_b(&witness)?;
         let b_g1 = run_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g1)?;
+        boundary();
         let b_g2 = run_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
         Ok(MsmResults { h, l, a, b_g1, b_g2 })
     }
@@ -336,17 +347,30 @@ impl CudaProver {
         };
 
         let wait_start = Instant::now();
-        let guard = gpu.lock.lock();
+        let mut guard = gpu.lock.lock(label.urgent);
         let holder = Holder::new(&gpu.current, label);
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
+        // Phase boundaries (our kernels all finished): deadline work waiting for this device
+        // gets it now; the time handed over is not this partition's device time.
+        let mut handed_over = Duration::ZERO;
+        let mut boundary = || {
+            let s = Instant::now();
+            if guard.yield_to_urgent() {
+                handed_over += s.elapsed();
+                *gpu.current.lock() = Some(label.clone());
+            }
+        };
         let result = match &input {
-            DeviceInput::Witness(pc) => self.gpu_phase_witness(g, srs, shape, pc, w, &mut t),
-            DeviceInput::Host(h) => self.gpu_phase_host(g, srs, shape, h, &mut t),
+            DeviceInput::Witness(pc) => self.gpu_phase_witness(g, srs, shape, pc, w, &mut t, &mut boundary),
+            DeviceInput::Host(h) => self.gpu_phase_host(g, srs, shape, h, &mut t, &mut boundary),
         };
         let span_end = Instant::now();
         drop((holder, guard));
-        gpu.busy_ns.fetch_add((span_end - span_start).as_nanos() as u64, Ordering::Relaxed);
+        if !handed_over.is_zero() {
+            tracing::debug!(device = gpu.info.ordinal, job = %label.job_id, ms = handed_over.as_millis() as u64, "yielded the device to deadline work");
+        }
+        gpu.busy_ns.fetch_add((span_end - span_start).saturating_sub(handed_over).as_nanos() as u64, Ordering::Relaxed);
         t.device_span = Some((span_start, span_end));
         match result {
             Ok(sums) => {
@@ -479,7 +503,7 @@ impl ProverBackend for CudaProver {
     fn forget_srs(&self, srs: &Srs) {
         let key = SrsKey::of(srs);
         for g in &self.gpus {
-            let _device = g.lock.lock();
+            let _device = g.lock.lock(false);
             g.srs.lock().retain(|s| s.key != key);
         }
         self.pinned.lock().retain(|p| p.key != key);
@@ -523,7 +547,7 @@ mod tests {
     #[test]
     fn holder_names_the_partition_and_clears_even_on_panic() {
         let slot = Mutex::new(None);
-        let label = WorkLabel { job_id: "porep-1".into(), proof_kind: "porep".into() };
+        let label = WorkLabel { job_id: "porep-1".into(), proof_kind: "porep".into(), urgent: false };
         {
             let _h = Holder::new(&slot, &label);
             assert_eq!(slot.lock().as_ref(), Some(&label));

@@ -1,0 +1,124 @@
+//! The deadline lane (CPU backend, 2 KiB work): a WinningPoSt or WindowPoSt submitted while
+//! every general prover worker is stuck in PoRep partitions, with more PoRep queued behind,
+//! is proved, verified and returned anyway — by the lane's own workers — and the PoRep work
+//! completes once it may. Without the lane the same WinningPoSt waits for the PoRep.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
+use cuzk_core::Config;
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::{ProofKind, ProofRequest};
+use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use parking_lot::{Condvar, Mutex};
+
+/// The CPU prover, except that work not marked urgent waits at a gate until it opens: the
+/// general workers are busy for as long as the test wants.
+#[derive(Default)]
+struct GatedProver {
+    open: Mutex<bool>,
+    opened: Condvar,
+    held: AtomicUsize,
+}
+
+impl GatedProver {
+    fn open(&self) {
+        *self.open.lock() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl ProverBackend for GatedProver {
+    fn name(&self) -> String {
+        "gated-cpu".into()
+    }
+
+    fn prove(&self, srs: &Srs, a: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+        if !label.urgent {
+            self.held.fetch_add(1, Ordering::SeqCst);
+            let mut open = self.open.lock();
+            while !*open {
+                self.opened.wait(&mut open);
+            }
+        }
+        CpuProver.prove(srs, a, rs, label)
+    }
+}
+
+fn scheduler(lane: bool, backend: Arc<GatedProver>) -> Arc<Scheduler> {
+    let f = common::fixture();
+    let mut config = Config::default();
+    config.srs.param_dir = f.dir.join("params");
+    config.pipeline.deadline_lane = lane;
+    Scheduler::start(config, Some(backend)).unwrap()
+}
+
+fn fixture_request(kind: ProofKind) -> ProofRequest {
+    let f = common::fixture();
+    request(&f.dir, &f.manifest, kind).unwrap()
+}
+
+fn wait(s: &Scheduler, job: &str, timeout: Duration) -> Option<JobResult> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    match rt.block_on(s.await_job(job, Some(timeout))).unwrap() {
+        AwaitOutcome::Done(r) => Some(r),
+        AwaitOutcome::TimedOut => None,
+    }
+}
+
+fn assert_verified(r: &JobResult, kind: ProofKind) {
+    assert_eq!(r.phase, Phase::Completed, "{kind:?}: {:?}", r.error);
+    let f = common::fixture();
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &r.proof).unwrap(), "{kind:?}: proof rejected");
+}
+
+/// Submit PoRep work until the general prover is stuck at the gate, plus a backlog behind it.
+fn busy_with_porep(s: &Scheduler, backend: &GatedProver, backlog: usize) -> Vec<String> {
+    let jobs: Vec<String> = (0..1 + backlog)
+        .map(|i| s.submit(&format!("porep-{i}"), None, fixture_request(ProofKind::PoRepSealCommit)).unwrap().job_id)
+        .collect();
+    while backend.held.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    jobs
+}
+
+#[test]
+fn deadline_proofs_pass_a_prover_stuck_in_porep_and_a_porep_backlog() {
+    let backend = Arc::new(GatedProver::default());
+    let s = scheduler(true, backend.clone());
+    let porep = busy_with_porep(&s, &backend, 2);
+
+    for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
+        let job = s.submit(kind.name(), None, fixture_request(kind)).unwrap().job_id;
+        let r = wait(&s, &job, Duration::from_secs(300)).unwrap_or_else(|| panic!("{kind:?} waited for the PoRep work"));
+        assert_verified(&r, kind);
+    }
+    assert!(
+        porep.iter().all(|j| s.job(j).unwrap().phase() != Phase::Completed),
+        "the PoRep work was still held at the gate while the deadline proofs ran"
+    );
+
+    backend.open();
+    for job in &porep {
+        assert_verified(&wait(&s, job, Duration::from_secs(900)).expect("PoRep finishes once the gate opens"), ProofKind::PoRepSealCommit);
+    }
+    s.shutdown(Duration::from_secs(30));
+}
+
+#[test]
+fn without_the_lane_a_winning_post_waits_for_the_porep() {
+    let backend = Arc::new(GatedProver::default());
+    let s = scheduler(false, backend.clone());
+    let porep = busy_with_porep(&s, &backend, 0);
+    let job = s.submit("winning", None, fixture_request(ProofKind::WinningPost)).unwrap().job_id;
+    assert!(wait(&s, &job, Duration::from_secs(5)).is_none(), "with no lane the only prover is held by PoRep");
+    backend.open();
+    assert_verified(&wait(&s, &job, Duration::from_secs(300)).unwrap(), ProofKind::WinningPost);
+    assert_verified(&wait(&s, &porep[0], Duration::from_secs(900)).unwrap(), ProofKind::PoRepSealCommit);
+    s.shutdown(Duration::from_secs(30));
+}

@@ -1,0 +1,83 @@
+//! One memory budget for everything, on real 2 KiB work: parameters and PCE matrices count
+//! against it beside the partitions' working sets. A budget too small for two circuits'
+//! parameters at once still proves a mix of them (loads evict idle parameters, least recently
+//! used first, or wait for jobs to release theirs), never reserves more than its limit, and a
+//! preload that can never fit is refused instead of taking the host's memory.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_core::scheduler::{AwaitOutcome, Phase, Scheduler};
+use cuzk_core::{Config, EngineError};
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::ProofKind;
+
+fn scheduler(budget: u64) -> Arc<Scheduler> {
+    let f = common::fixture();
+    let mut config = Config::default();
+    config.srs.param_dir = f.dir.join("params");
+    config.memory.budget_bytes = budget;
+    Scheduler::start(config, None).unwrap()
+}
+
+fn file_len(dir: &std::path::Path, prefix: &str) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(prefix) && name.ends_with(".params")
+        })
+        .map(|e| e.metadata().unwrap().len())
+        .unwrap_or_else(|| panic!("no {prefix}*.params in {}", dir.display()))
+}
+
+#[test]
+fn a_budget_for_one_circuit_at_a_time_proves_a_mix_and_never_exceeds_its_limit() {
+    let f = common::fixture();
+    let params = f.dir.join("params");
+    let porep = file_len(&params, "v28-stacked-proof-of-replication");
+    let snap = file_len(&params, "v28-empty-sector-update");
+    // PoRep alone needs its parameters plus ~820 MB (matrices 152 MB, a partition's compact
+    // witness ~90 MB and one prover's working set ~575 MB); both circuits' parameters side by
+    // side would need SnapDeals' whole file and its matrices beyond that. So this budget
+    // runs each circuit, and makes the SnapDeals load evict PoRep's parameters.
+    let budget = porep + snap / 2 + (900 << 20);
+    let s = scheduler(budget);
+    let jobs: Vec<(ProofKind, String)> = [ProofKind::PoRepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WinningPost]
+        .into_iter()
+        .map(|kind| (kind, s.submit("", None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap().job_id))
+        .collect();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for (kind, job) in &jobs {
+        let r = match rt.block_on(s.await_job(job, Some(Duration::from_secs(900)))).unwrap() {
+            AwaitOutcome::Done(r) => r,
+            AwaitOutcome::TimedOut => panic!("{kind:?} did not finish"),
+        };
+        assert_eq!(r.phase, Phase::Completed, "{kind:?}: {:?}", r.error);
+        assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, *kind, &r.proof).unwrap(), "{kind:?}");
+    }
+    let st = s.status();
+    assert!(st.memory_peak <= budget, "peak {} > limit {budget}", st.memory_peak);
+    assert!(st.memory_peak > porep, "the PoRep parameters were counted (peak {})", st.memory_peak);
+    let resident: Vec<String> = st.resident_srs.iter().map(|r| r.circuit.to_string()).collect();
+    assert!(!resident.contains(&"porep-2k".to_string()), "PoRep's parameters were evicted for SnapDeals': {resident:?}");
+    assert!(resident.contains(&"snap-2k".to_string()), "{resident:?}");
+    assert!(st.memory_resident > 0 && st.memory_resident <= st.memory_used, "{} of {}", st.memory_resident, st.memory_used);
+    s.shutdown(Duration::from_secs(10));
+}
+
+#[test]
+fn a_preload_that_can_never_fit_is_refused() {
+    let s = scheduler(100 << 20);
+    let e = s.preload("porep-2k").unwrap_err();
+    assert!(matches!(e, EngineError::ResourceExhausted(_)), "{e}");
+    assert!(e.to_string().contains("porep-2k") && e.to_string().contains("budget"), "{e}");
+    assert!(s.status().resident_srs.is_empty());
+    // Small parameters still load under the same budget.
+    s.preload("wpost-2k").unwrap();
+    assert_eq!(s.status().resident_srs.len(), 1);
+    s.shutdown(Duration::from_secs(10));
+}
