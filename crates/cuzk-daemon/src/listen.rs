@@ -11,6 +11,7 @@ use cuzk_proto::server::ProvingEngineServer;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
+use crate::auth::{Checked, Tokens};
 use crate::service::Service;
 
 /// Where the gRPC server listens, parsed from `daemon.listen`.
@@ -70,11 +71,17 @@ impl GrpcListener {
 
     /// Serve `service` until `shutdown` completes; then stop accepting connections, let the
     /// RPCs in progress finish, and return.
-    pub async fn serve(self, service: Service, max_message_bytes: usize, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
+    pub async fn serve(
+        self,
+        service: Service,
+        max_message_bytes: usize,
+        tokens: Tokens,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<()> {
         let svc = ProvingEngineServer::new(service)
             .max_decoding_message_size(max_message_bytes)
             .max_encoding_message_size(max_message_bytes);
-        let router = tonic::transport::Server::builder().add_service(svc);
+        let router = tonic::transport::Server::builder().add_service(Checked::new(svc, tokens));
         match self.inner {
             Inner::Unix(l) => router.serve_with_incoming_shutdown(UnixListenerStream::new(l), shutdown).await,
             Inner::Tcp(l) => router.serve_with_incoming_shutdown(TcpListenerStream::new(l), shutdown).await,

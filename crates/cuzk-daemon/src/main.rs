@@ -3,6 +3,7 @@
 //! (and optionally HTTP `/metrics` + `/status`), prunes finished jobs, and on SIGTERM/SIGINT
 //! stops accepting RPCs, lets running jobs finish within the grace period and exits 0.
 
+mod auth;
 mod http;
 mod listen;
 mod service;
@@ -108,6 +109,7 @@ fn load_config(args: &Args) -> Result<(Config, bool)> {
     }
     config.apply_env(|k| std::env::var(k).ok());
     config.validate()?;
+    auth::check_exposure(&config.daemon)?;
     Ok((config, found))
 }
 
@@ -151,7 +153,11 @@ async fn run(config: Config) -> Result<()> {
     let (grpc, socket) = listen::bind(&daemon.listen).await?;
     tracing::info!(address = grpc.description(), max_message_bytes = daemon.max_message_bytes, "gRPC listening");
     let service = service::Service::new(scheduler.clone());
-    let mut grpc_task = tokio::spawn(grpc.serve(service, daemon.max_message_bytes, stopped()));
+    let tokens = auth::Tokens::from_config(&daemon);
+    if !tokens.is_empty() {
+        tracing::info!("gRPC calls need a bearer token (daemon.auth_token / daemon.admin_token)");
+    }
+    let mut grpc_task = tokio::spawn(grpc.serve(service, daemon.max_message_bytes, tokens, stopped()));
 
     let mut http_task = None;
     if !daemon.http_listen.is_empty() {
