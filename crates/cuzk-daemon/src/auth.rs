@@ -96,7 +96,7 @@ pub fn check_exposure(d: &DaemonConfig) -> Result<()> {
 }
 
 /// `127.x.x.x:port`, `[::1]:port` or `localhost:port`.
-fn is_loopback(hostport: &str) -> bool {
+pub fn is_loopback(hostport: &str) -> bool {
     let host = match hostport.rsplit_once(':') {
         Some((h, _)) => h,
         None => hostport,

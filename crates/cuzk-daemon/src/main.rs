@@ -163,6 +163,10 @@ async fn run(config: Config) -> Result<()> {
     if !daemon.http_listen.is_empty() {
         let (listener, address) = http::bind(&daemon.http_listen).await?;
         tracing::info!(%address, "HTTP /metrics and /status listening");
+        if !auth::is_loopback(&address) {
+            // Read-only, but it tells anyone who can reach it what this host proves and holds.
+            tracing::warn!(%address, "the HTTP endpoint has no authentication and is reachable from other hosts");
+        }
         http_task = Some(tokio::spawn(http::serve(listener, scheduler.clone(), stopped())));
     }
     // Ready for systemd once both listeners are bound and the preloads have been tried.
