@@ -31,8 +31,9 @@ const SERVER_DRAIN: Duration = Duration::from_secs(10);
 #[command(name = "cuzk-daemon", version = version(), about = "cuzk proving daemon (cuzk.v1 gRPC API)")]
 struct Args {
     /// Configuration file (TOML). A missing file means the defaults.
-    #[arg(long, value_name = "PATH", default_value = "/etc/cuzk.toml")]
-    config: PathBuf,
+    /// [default: /etc/cuzk/cuzk.toml, or /etc/cuzk.toml when only that exists]
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
     /// gRPC address, overriding daemon.listen: unix:///path/to.sock or host:port.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
@@ -56,7 +57,8 @@ fn version() -> &'static str {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let (config, found) = match load_config(&args) {
+    let (config_path, old_default) = config_path(args.config.as_deref(), |p| p.exists());
+    let (config, found) = match load_config(&args, &config_path) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("cuzk-daemon: {e:#}");
@@ -69,9 +71,15 @@ fn main() -> ExitCode {
     }
     tracing::info!("cuzk-daemon {}", version());
     if found {
-        tracing::info!(path = %args.config.display(), "configuration loaded");
+        tracing::info!(path = %config_path.display(), "configuration loaded");
+        if old_default {
+            tracing::warn!(
+                path = %config_path.display(),
+                "read the old default configuration path; move it to {DEFAULT_CONFIG} (where the package installs it) or pass --config"
+            );
+        }
     } else {
-        tracing::info!(path = %args.config.display(), "configuration file not found; using the defaults");
+        tracing::warn!(path = %config_path.display(), "configuration file not found; using the defaults");
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("cuzk-rt").build() {
         Ok(rt) => rt,
@@ -96,8 +104,26 @@ fn main() -> ExitCode {
 }
 
 /// The file (or defaults), then command-line overrides, then the environment; validated.
-fn load_config(args: &Args) -> Result<(Config, bool)> {
-    let (mut config, found) = Config::load(&args.config)?;
+/// Where the package installs the configuration.
+const DEFAULT_CONFIG: &str = "/etc/cuzk/cuzk.toml";
+/// The default before there was a package; still read when it is the only one present.
+const OLD_DEFAULT_CONFIG: &str = "/etc/cuzk.toml";
+
+/// `--config`, else [`DEFAULT_CONFIG`], else [`OLD_DEFAULT_CONFIG`] if only that exists (so
+/// an upgrade does not silently drop to the defaults). Returns whether the old one was taken.
+fn config_path(explicit: Option<&std::path::Path>, exists: impl Fn(&std::path::Path) -> bool) -> (PathBuf, bool) {
+    if let Some(p) = explicit {
+        return (p.to_path_buf(), false);
+    }
+    let (new, old) = (std::path::Path::new(DEFAULT_CONFIG), std::path::Path::new(OLD_DEFAULT_CONFIG));
+    if !exists(new) && exists(old) {
+        return (old.to_path_buf(), true);
+    }
+    (new.to_path_buf(), false)
+}
+
+fn load_config(args: &Args, path: &std::path::Path) -> Result<(Config, bool)> {
+    let (mut config, found) = Config::load(path)?;
     if let Some(listen) = &args.listen {
         config.daemon.listen = listen.clone();
     }
@@ -320,9 +346,21 @@ mod tests {
     }
 
     #[test]
+    fn the_config_path_prefers_the_flag_then_the_package_path() {
+        let none = |_: &Path| false;
+        assert_eq!(config_path(Some(Path::new("/x.toml")), none), (PathBuf::from("/x.toml"), false));
+        assert_eq!(config_path(None, none), (PathBuf::from(DEFAULT_CONFIG), false));
+        let only_old = |p: &Path| p == Path::new(OLD_DEFAULT_CONFIG);
+        assert_eq!(config_path(None, only_old), (PathBuf::from(OLD_DEFAULT_CONFIG), true));
+        let both = |_: &Path| true;
+        assert_eq!(config_path(None, both), (PathBuf::from(DEFAULT_CONFIG), false));
+    }
+
+    #[test]
     fn command_line_overrides_the_file() {
         let args = Args::parse_from(["cuzk-daemon", "--config", "/nonexistent/cuzk.toml", "--listen", "127.0.0.1:1", "--log-level", "debug"]);
-        let (config, found) = load_config(&args).unwrap();
+        let (path, _) = config_path(args.config.as_deref(), |_| false);
+        let (config, found) = load_config(&args, &path).unwrap();
         assert!(!found);
         assert_eq!(config.daemon.listen, "127.0.0.1:1");
         assert_eq!(config.daemon.log_level, "debug");
