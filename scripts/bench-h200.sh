@@ -9,6 +9,8 @@
 #   scripts/bench-h200.sh BIN_DIR post32   cuzk, verified: WinningPoSt 32 GiB (N=2), then a full
 #                                          WindowPoSt 32 GiB partition (2349 sectors, N=1)
 #   scripts/bench-h200.sh BIN_DIR snap32   cuzk, verified: SnapDeals 32 GiB (16 partitions, N=1)
+#   scripts/bench-h200.sh BIN_DIR deadline32  WinningPoSt 32 GiB idle, then every 4 s beside a 32 GiB
+#                                          PoRep stream (N=4, J=2): end-to-end latency, PoRep s/proof
 #   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
@@ -58,6 +60,13 @@ case "$mode" in
         TP_SECTORS=2349 ours wpost32 1 1 "${D1:-120}" "" wpost-32g
         ;;
     snap32) ours snap32 "${N:-1}" "${J:-1}" "${D0:-240}" "" snap-32g ;;
+    deadline32)
+        # WinningPoSt 32 GiB proofs (CRITICAL) beside a 32 GiB PoRep stream, and on the idle
+        # daemon before it.
+        export TP_BESIDE=${TP_BESIDE:-winning-32g} TP_BESIDE_N=${TP_BESIDE_N:-12} TP_BESIDE_GAP=${TP_BESIDE_GAP:-4} \
+            TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-50}
+        ours deadline32 "${N:-4}" "${J:-2}" "${D0:-300}" "" 32GiB
+        ;;
     ours)
         ours single 1 1 "${D0:-110}"
         ours device-matvec 5 3 "${D1:-200}"
@@ -69,5 +78,5 @@ case "$mode" in
         rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
-    *) echo "mode: porep32, porep64, post32, snap32, ours or peer" >&2; exit 2 ;;
+    *) echo "mode: porep32, porep64, post32, snap32, deadline32, ours or peer" >&2; exit 2 ;;
 esac

@@ -26,6 +26,13 @@
 # over the proofs that finished; the device tool's commands have a hard time limit);
 # TP_CPUS=LIST pins the daemon to those cores (taskset), e.g. 0-15 to measure a 16-core host
 # on a bigger one; TP_SECTORS=K sectors per PoSt partition (default 1).
+#
+# Deadline proofs beside the stream: TP_BESIDE=CIRCUIT (e.g. winning-32g; consistent inputs and
+# generated parameters too, preloaded) sends TP_BESIDE_N proofs of it (default 10), one every
+# TP_BESIDE_GAP s (default 5), the first TP_BESIDE_DELAY s (default 60) after the stream
+# starts, each at its kind's default priority. Each one's end-to-end latency (client: submit
+# to verified proof) is in results/beside.txt, summarised as p50/p99/max; the stream's
+# per-partition figures leave those partitions out.
 set -u
 bin=$(realpath "$1"); work=$2; size=$3; n=$4; j=$5; backend=${6:-cuda}; extra=${7:-}
 mkdir -p "$work/params" "$work/results"
@@ -51,7 +58,12 @@ else
     t=$SECONDS
     [[ -f $set_dir/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit "$circuit" --sectors "${TP_SECTORS:-1}" --seed 1 --out "$set_dir" || exit 1
     echo "consistent inputs: $((SECONDS - t)) s"
-    srs_keys="generated = [\"$circuit\"]
+    beside=${TP_BESIDE:-}
+    if [[ -n $beside ]]; then
+        beside_dir="$work/inputs-$beside-1"
+        [[ -f $beside_dir/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit "$beside" --seed 1 --out "$beside_dir" || exit 1
+    fi
+    srs_keys="generated = [\"$circuit\"${beside:+, \"$beside\"}]
 generated_seed = 1"
 fi
 
@@ -98,11 +110,20 @@ for _ in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$daemon" 2>/dev/null |
 t=$SECONDS
 "$bin/cuzk-bench" --addr "unix://$sock" preload "$circuit" || { tail -20 "$res/daemon.log"; exit 1; }
 echo "preload (PCE matrices + $inputs parameters): $((SECONDS - t)) s"
+if [[ -n ${beside:-} ]]; then
+    t=$SECONDS
+    "$bin/cuzk-bench" --addr "unix://$sock" preload "$beside" || { tail -20 "$res/daemon.log"; exit 1; }
+    echo "preload of $beside (deadline proofs beside the stream): $((SECONDS - t)) s"
+fi
 grep -ho 'setup: [A-Za-z ,]*[^ ]* secs=[0-9.]*\|circuit=[^ ]* secs=[0-9.]* setup: QAP[^ ]*' "$res/daemon.log" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | head -5
 # The generated verifying key, for filecoin-proofs' own verifier (seconds: no setup needed).
 if [[ $inputs != synthetic ]]; then
     "$bin/cuzk-bench" gen-setup --circuit "$circuit" --seed 1 --vk-only --out "$work/verify/params" --pce-dir "$work/params/pce" \
         | tail -1 || exit 1
+    if [[ -n ${beside:-} ]]; then
+        "$bin/cuzk-bench" gen-setup --circuit "$beside" --seed 1 --vk-only --out "$work/verify/params" --pce-dir "$work/params/pce" \
+            | tail -1 || exit 1
+    fi
 fi
 
 # CPU time of the daemon (all threads, user + system, in clock ticks) around the proofs.
@@ -124,9 +145,33 @@ fi
 "$bin/cuzk-bench" --addr "unix://$sock" single "\${args[@]}" "\${v[@]}" --request-id "tp-\$i" > "$res/proof-\$i.log" 2>&1
 date +%s.%N > "$res/done-\$i"
 SH
+rm -f "$res/beside.txt" "$res/beside-idle.txt"
+beside_one() { # NAME FILE: one deadline proof, "name seconds verdict" appended to FILE
+    local v=() t0 t1 verdict
+    [[ $1 == 1 ]] && v=(--verify-dir "$work/verify")
+    t0=$(date +%s.%N)
+    "$bin/cuzk-bench" --addr "unix://$sock" single --consistent "$beside_dir" --request-id "beside-$1" "${v[@]}" > "$res/beside-$1.log" 2>&1
+    t1=$(date +%s.%N)
+    verdict=$(grep -q COMPLETED "$res/beside-$1.log" && echo COMPLETED || echo FAILED)
+    echo "$1 $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $verdict" >> "$2"
+}
+beside_loop() { # one deadline proof every TP_BESIDE_GAP s
+    sleep "${TP_BESIDE_DELAY:-60}"
+    for i in $(seq "${TP_BESIDE_N:-10}"); do
+        beside_one "$i" "$res/beside.txt"
+        sleep "${TP_BESIDE_GAP:-5}"
+    done
+}
+# The same proofs on an idle daemon first, for comparison.
+if [[ -n ${beside:-} ]]; then
+    for i in $(seq "${TP_BESIDE_IDLE:-3}"); do beside_one "idle-$i" "$res/beside-idle.txt"; done
+fi
+beside_pid=
+[[ -n ${beside:-} ]] && { beside_loop & beside_pid=$!; }
 timeout "${TP_DEADLINE:-86400}" sh -c "seq '$n' | xargs -P '$j' -I{} bash '$work/prove-one.sh' {}" \
     || echo "proof phase stopped after ${TP_DEADLINE:-?} s (TP_DEADLINE); figures below cover the proofs that finished"
 end=$(date +%s.%N)
+[[ -n $beside_pid ]] && { kill "$beside_pid" 2>/dev/null; wait "$beside_pid" 2>/dev/null; }
 cpu1=$(cpu_ticks)
 
 curl_get() { exec 3<>"/dev/tcp/127.0.0.1/$port"; printf 'GET %s HTTP/1.0\r\n\r\n' "$1" >&3; sed '1,/^\r$/d' <&3; exec 3<&-; }
@@ -159,8 +204,11 @@ try:
         print(f"device {g}: peak memory used {used / 1024:.1f} GiB (nvidia-smi, 0.5 s samples)")
 except FileNotFoundError:
     pass
-import csv
+import csv, os
 rows = list(csv.DictReader(open(f"{res}/timeline.csv")))
+beside_kind = {"winning": "winning", "wpost": "wpost", "porep": "porep", "snap": "snap"}.get(os.environ.get("TP_BESIDE", "").split("-")[0])
+if beside_kind:
+    rows = [r for r in rows if r["kind"] != beside_kind]
 if rows:
     f = lambda r, k: float(r[k])
     avg = lambda v: sum(v) / len(v) if v else 0
@@ -176,6 +224,26 @@ if rows:
           f"({cpu / wall:.1f} cores busy on average; all threads: synthesis, host-side proving, gRPC)")
 PY
 echo "proofs COMPLETED (verified by the daemon): $(grep -l 'COMPLETED' "$res"/proof-*.log 2>/dev/null | wc -l) of $n"
+if [[ -n ${beside:-} ]]; then
+    python3 - "$res" "$beside" <<'PY'
+import sys
+def summary(path, what):
+    try:
+        rows = [l.split() for l in open(path) if l.strip()]
+    except FileNotFoundError:
+        rows = []
+    lat = sorted(float(r[1]) for r in rows if r[2] == "COMPLETED")
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+    if lat:
+        print(f"{sys.argv[2]} {what}: {len(lat)} of {len(rows)} COMPLETED; end-to-end p50 {pick(0.5):.2f} s, "
+              f"p99 {pick(0.99):.2f} s, max {lat[-1]:.2f} s, min {lat[0]:.2f} s")
+    else:
+        print(f"{sys.argv[2]} {what}: none completed ({len(rows)} sent)")
+summary(f"{sys.argv[1]}/beside-idle.txt", "on the idle daemon")
+summary(f"{sys.argv[1]}/beside.txt", "beside the stream")
+PY
+    echo "filecoin-proofs verify of $beside (the first beside the stream): $(grep 'filecoin-proofs verify' "$res/beside-1.log" 2>/dev/null | grep -o 'valid\|INVALID' || echo 'not checked')"
+fi
 echo "filecoin-proofs verify of proof 1: $(grep 'filecoin-proofs verify' "$res/proof-1.log" 2>/dev/null | grep -o 'valid\|INVALID' || echo 'not checked')"
 grep -h "UNVERIFIED\|error\|Error\|INVALID" "$res"/proof-*.log | sort | uniq -c | head -5
 cp "$res"/{timeline.csv,status.json,metrics.txt} "${OUT:-/nonexistent}/" 2>/dev/null || true

@@ -124,6 +124,7 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
     if !job.mark_started() {
         return;
     }
+    sh.metrics.queue_wait_seconds.with_label_values(&[job.kind.name()]).observe(job.submitted.elapsed().as_secs_f64());
     let in_flight = InFlight::new(sh);
     let index = partition.index;
     let pce = match &sh.pce {
@@ -205,6 +206,9 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
         phases: proved.prove_timings.clone(),
     });
     sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
+    if proved.prove_timings.device.is_some() {
+        sh.metrics.device_wait_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.device_wait.as_secs_f64());
+    }
     let Some(all) = job.record(proved) else { return };
     stage.set(Stage::Verify.name());
     faults::hit(Stage::Verify);
