@@ -109,6 +109,11 @@ if [ "$1" = configure ]; then
         getent passwd cuzk >/dev/null || adduser --system --ingroup cuzk --home /var/lib/cuzk \
             --no-create-home --shell /usr/sbin/nologin cuzk
     fi
+    if [ -z "$2" ]; then
+        # First install: the file may come to hold bearer tokens (daemon.auth_token), so only
+        # root and the daemon's group read it. Upgrades leave the operator's choice alone.
+        chgrp cuzk /etc/cuzk/cuzk.toml && chmod 0640 /etc/cuzk/cuzk.toml
+    fi
     if command -v systemd-tmpfiles >/dev/null 2>&1; then
         systemd-tmpfiles --create /usr/lib/tmpfiles.d/cuzk.conf
     else
