@@ -12,7 +12,7 @@
 //! could write there gets a full check instead of a skipped one.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -83,7 +83,7 @@ pub fn remember(path: &Path, records: Option<&Path>) {
     let Some(now) = stamp(path) else { return };
     let result = match records {
         Some(dir) => write_in_dir(dir, path, &now),
-        None => std::fs::write(beside(path), &now).map(|()| beside(path)),
+        None => write_record(&beside(path), now.as_bytes()).map(|()| beside(path)),
     };
     match result {
         Ok(record) => tracing::debug!(path = %path.display(), record = %record.display(), "subgroup check recorded"),
@@ -101,12 +101,19 @@ fn write_in_dir(dir: &Path, path: &Path, stamp: &str) -> std::io::Result<PathBuf
     let canonical = std::fs::canonicalize(path)?;
     // Written aside and renamed, so a reader never sees half a record.
     let tmp = record.with_extension(format!("tmp{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
-    writeln!(f, "{}\n{stamp}", canonical.display())?;
-    f.sync_all()?;
-    drop(f);
+    write_record(&tmp, format!("{}\n{stamp}\n", canonical.display()).as_bytes())?;
     std::fs::rename(&tmp, &record)?;
     Ok(record)
+}
+
+/// Create (or replace) a record with mode 0644 at most: a umask of 002 would otherwise make
+/// it group-writable, and [`trusted`] would then never believe it.
+fn write_record(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o644).open(path)?;
+    f.write_all(content)?;
+    f.sync_all()?;
+    // An existing file keeps its mode through open(); make sure no one else may write it.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
 }
 
 #[cfg(test)]
@@ -141,6 +148,18 @@ mod tests {
         let q = file(other.path(), "v28-x.params");
         remember(&p, Some(&records));
         assert!(!already_checked(&q, Some(&records)));
+    }
+
+    #[test]
+    fn records_are_believed_whatever_the_umask() {
+        let params = tempfile::tempdir().unwrap();
+        let p = file(params.path(), "v28-u.params");
+        // A group-writable leftover from an older version is tightened when rewritten.
+        std::fs::write(beside(&p), b"stale").unwrap();
+        std::fs::set_permissions(beside(&p), std::fs::Permissions::from_mode(0o666)).unwrap();
+        remember(&p, None);
+        assert!(already_checked(&p, None));
+        assert_eq!(std::fs::metadata(beside(&p)).unwrap().mode() & 0o777, 0o644);
     }
 
     #[test]
