@@ -59,6 +59,10 @@ for b in cuzk-daemon cuzk-bench; do
     v=$("$scratch/root/usr/bin/$b" --version) || fail "extracted $b --version failed"
     echo "extracted $v"
     [ $expect_cuda = 0 ] || grep -q "cuda on" <<<"$v" || fail "$b was not built with CUDA: $v"
+    # Built from a git checkout, a binary must say which commit (an operator's only way to tell).
+    if git -C "$root" rev-parse HEAD >/dev/null 2>&1 && grep -q "commit unknown" <<<"$v"; then
+        fail "$b does not name its commit: $v"
+    fi
 done
 cmp -s "$scratch/root/etc/cuzk/cuzk.toml" "$root/cuzk.example.toml" || fail "/etc/cuzk/cuzk.toml is not cuzk.example.toml"
 if command -v systemd-analyze >/dev/null; then
