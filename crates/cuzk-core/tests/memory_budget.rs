@@ -10,16 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_core::scheduler::{AwaitOutcome, Phase, Scheduler};
-use cuzk_core::{Config, EngineError};
+use cuzk_core::EngineError;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
 
 fn scheduler(budget: u64) -> Arc<Scheduler> {
-    let f = common::fixture();
-    let mut config = Config::default();
-    config.srs.param_dir = f.dir.join("params");
-    config.memory.budget_bytes = budget;
-    Scheduler::start(config, None).unwrap()
+    common::scheduler_with_budget(budget)
 }
 
 fn file_len(dir: &std::path::Path, prefix: &str) -> u64 {
@@ -40,11 +36,12 @@ fn a_budget_for_one_circuit_at_a_time_proves_a_mix_and_never_exceeds_its_limit()
     let params = f.dir.join("params");
     let porep = file_len(&params, "v28-stacked-proof-of-replication");
     let snap = file_len(&params, "v28-empty-sector-update");
-    // PoRep alone needs its parameters plus ~820 MB (matrices 152 MB, a partition's compact
-    // witness ~90 MB and one prover's working set ~575 MB); both circuits' parameters side by
-    // side would need SnapDeals' whole file and its matrices beyond that. So this budget
-    // runs each circuit, and makes the SnapDeals load evict PoRep's parameters.
-    let budget = porep + snap / 2 + (900 << 20);
+    // PoRep alone needs its parameters plus ~1.4 GB (matrices 152 MB, a partition's compact
+    // witness ~90 MB, and a working set of ~575 MB for each of the two provers: the general
+    // one and the deadline lane's); both circuits' parameters side by side would need
+    // SnapDeals' whole file and its matrices beyond that. So this budget runs each circuit,
+    // and makes the SnapDeals load evict PoRep's parameters.
+    let budget = porep + snap / 2 + (1500 << 20);
     let s = scheduler(budget);
     let jobs: Vec<(ProofKind, String)> = [ProofKind::PoRepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WinningPost]
         .into_iter()

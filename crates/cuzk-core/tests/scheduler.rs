@@ -7,16 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_core::scheduler::{AwaitOutcome, Phase, Priority, Scheduler, SubmitError};
-use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
 
 fn scheduler(budget: u64) -> Arc<Scheduler> {
-    let f = common::fixture();
-    let mut config = Config::default();
-    config.srs.param_dir = f.dir.join("params");
-    config.memory.budget_bytes = budget;
-    Scheduler::start(config, None).unwrap()
+    common::scheduler_with_budget(budget)
 }
 
 fn rt() -> tokio::runtime::Runtime {

@@ -24,3 +24,12 @@ pub fn fixture() -> &'static Fixture {
         Fixture { dir, manifest, engine }
     })
 }
+
+/// A scheduler over the fixture parameters with `budget_bytes` of memory (0 = the default).
+#[allow(dead_code)] // not every test binary runs a scheduler
+pub fn scheduler_with_budget(budget: u64) -> std::sync::Arc<cuzk_core::scheduler::Scheduler> {
+    let mut config = Config::default();
+    config.srs.param_dir = fixture().dir.join("params");
+    config.memory.budget_bytes = budget;
+    cuzk_core::scheduler::Scheduler::start(config, None).unwrap()
+}

@@ -59,6 +59,10 @@ pub fn free_tcp_port() -> u16 {
 }
 
 pub async fn connect(socket: &Path) -> Channel {
+    try_connect(socket).await.expect("connecting over the unix socket")
+}
+
+async fn try_connect(socket: &Path) -> Result<Channel, tonic::transport::Error> {
     let path = socket.to_path_buf();
     // The URI is required by the API but unused: every connection goes to the socket.
     Endpoint::try_from("http://[::]:50051")
@@ -68,7 +72,6 @@ pub async fn connect(socket: &Path) -> Channel {
             async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
         }))
         .await
-        .expect("connecting over the unix socket")
 }
 
 /// Wait until the daemon answers on its socket (or fail with its exit status).
@@ -78,8 +81,9 @@ pub async fn wait_ready(daemon: &mut Daemon, socket: &Path) -> ProvingEngineClie
         if let Some(status) = daemon.exited() {
             panic!("cuzk-daemon exited during start-up: {status}");
         }
-        if socket.exists() {
-            let mut client = ProvingEngineClient::new(connect(socket).await);
+        // A socket file can be a dead daemon's (left by SIGKILL) until the new one replaces it.
+        if let Ok(channel) = try_connect(socket).await {
+            let mut client = ProvingEngineClient::new(channel);
             if client.get_status(GetStatusRequest {}).await.is_ok() {
                 return client;
             }
