@@ -73,8 +73,11 @@ fn a_preload_that_can_never_fit_is_refused() {
     assert!(matches!(e, EngineError::ResourceExhausted(_)), "{e}");
     assert!(e.to_string().contains("porep-2k") && e.to_string().contains("budget"), "{e}");
     assert!(s.status().resident_srs.is_empty());
-    // Small parameters still load under the same budget.
+    // Small parameters still load under the same budget, and so do their PCE matrices: the
+    // budget holds both.
     s.preload("wpost-2k").unwrap();
-    assert_eq!(s.status().resident_srs.len(), 1);
+    let st = s.status();
+    assert_eq!(st.resident_srs.len(), 1);
+    assert!(st.memory_resident > st.resident_srs[0].bytes, "the preloaded matrices are counted too");
     s.shutdown(Duration::from_secs(10));
 }

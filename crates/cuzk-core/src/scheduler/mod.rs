@@ -327,12 +327,19 @@ impl Scheduler {
         Ok(was_running)
     }
 
-    /// Load a circuit's parameters now. Returns (already_loaded, load time). Blocking.
+    /// Load a circuit's parameters now, and its PCE matrices (so that the circuit's first
+    /// proof neither extracts them nor waits for that: at 32 GiB it takes a minute or more).
+    /// Returns (already_loaded, load time). Blocking.
     pub fn preload(&self, circuit: &str) -> Result<(bool, Duration), EngineError> {
         let id = CircuitId::parse(circuit)?;
         let start = Instant::now();
         let (_, loaded_now) = self.shared.srs.get(id)?;
-        Ok((!loaded_now, if loaded_now { start.elapsed() } else { Duration::ZERO }))
+        let pce_now = match &self.shared.pce {
+            Some(pce) => pce.get(id)?.1 != crate::pce_cache::PceSource::Memory,
+            None => false,
+        };
+        let loaded = loaded_now || pce_now;
+        Ok((!loaded, if loaded { start.elapsed() } else { Duration::ZERO }))
     }
 
     pub fn evict(&self, circuit: &str) -> Result<EvictOutcome, EngineError> {
