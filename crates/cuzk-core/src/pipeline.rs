@@ -109,9 +109,9 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
 }
 
 /// Prove one synthesized partition with fresh randomness. `label` names its job in the
-/// backend's device status. A compact witness is expanded here (timed as `witness_expand`)
-/// and its a, b, c evaluated by the backend on its device, or here on the host (timed as
-/// `matvec`).
+/// backend's device status. A compact witness goes to a backend that expands it on its
+/// device as it is, or is expanded here (timed as `witness_expand`) and its a, b, c
+/// evaluated by the backend on its device, or here on the host (timed as `matvec`).
 pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition, label: &WorkLabel) -> Result<ProvedPartition, EngineError> {
     let SynthesizedPartition { index, work, public_inputs, synthesis_time, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
@@ -120,6 +120,14 @@ pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartiti
     let proved = catch_panic(|| -> Result<(Proof, ProveTimings), EngineError> {
         match work {
             Synthesized::Full(assignment) => backend.prove(&srs.srs, assignment, rs, label).map_err(prove_error),
+            Synthesized::Witness { inputs, aux, matrices } if backend.evaluates_matrices() && backend.expands_compact_witness() => {
+                // The backend takes the witness as it waits, compact, and expands it on its
+                // device: the full aux vector never exists on the host.
+                let started = Instant::now();
+                let (proof, mut t) = backend.prove_compact(&srs.srs, &*matrices, inputs, aux, rs, label).map_err(prove_error)?;
+                t.total = started.elapsed();
+                Ok((proof, t))
+            }
             Synthesized::Witness { inputs, aux, matrices } => {
                 let started = Instant::now();
                 let aux = aux.to_vec();

@@ -50,6 +50,30 @@ __global__ void gather_kernel(fr_t* dst, const fr_t* src, const uint32_t* idx, s
         dst[i] = src[idx[i]];
 }
 
+// A compact witness (cuzk_groth16::CompactFrVec) expanded where the mat-vec reads it: value i
+// has a 2-bit tag in word i/32 (0b00 zero, 0b01 one, high bit set: the next stored value),
+// and offs[word] counts the stored values of all earlier words, so every value is found from
+// its own word alone.
+__global__ void expand_compact_kernel(fr_t* out, const uint64_t* tags, const uint32_t* offs,
+                                      const fr_t* others, size_t len, const fr_t one)
+{
+    const uint64_t OTHER_MASK = 0xAAAAAAAAAAAAAAAAull;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < len;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint64_t w = tags[i / 32];
+        const unsigned slot = (unsigned)(i % 32);
+        const unsigned tag = (unsigned)(w >> (2 * slot)) & 3;
+        if (tag & 2) {
+            const uint64_t below = w & OTHER_MASK & ((1ull << (2 * slot)) - 1);
+            out[i] = others[offs[i / 32] + __popcll(below)];
+        } else if (tag) {
+            out[i] = one;
+        } else {
+            out[i].zero();
+        }
+    }
+}
+
 static unsigned grid_for(const stream_t& s, size_t n, unsigned threads)
 {
     size_t blocks = (n + threads - 1) / threads;
@@ -184,5 +208,34 @@ CUZK_FFI RustError cuzk_gather(size_t index, fr_t* d_dst, const fr_t* d_src, con
         gather_kernel<<<grid_for(s, n, 256), 256, 0, s>>>(d_dst, d_src, d_idx, n);
         CUDA_OK(cudaGetLastError());
         gpu.sync();
+    });
+}
+
+// d_out[0..len) ← the compact vector (d_tags: ceil(len/32) words, d_offs: one per word,
+// d_others: every stored value, n_others of them). `one` is 1 in the host's Montgomery form.
+// The caller has checked that the offsets and the stored values agree (word_offsets), so no
+// index leaves d_others; the last offset is checked again here against n_others.
+CUZK_FFI RustError cuzk_expand_compact(size_t index, fr_t* d_out, const uint64_t* d_tags, const uint32_t* d_offs,
+                                       const fr_t* d_others, size_t n_others, size_t len, const fr_t* one, float* ms)
+{
+    return guarded([&] {
+        const gpu_t& gpu = gpu_at(index);
+        if (len == 0) {
+            ms[0] = 0;
+            return;
+        }
+        uint32_t last_off = 0;
+        gpu.DtoH(&last_off, d_offs + (len - 1) / 32, 1);
+        gpu.sync();
+        if (last_off > n_others)
+            throw std::invalid_argument("compact witness: offsets beyond the stored values");
+        stream_t& s = gpu;
+        timing_event t0, t1;
+        t0.record(s);
+        expand_compact_kernel<<<grid_for(s, len, 256), 256, 0, s>>>(d_out, d_tags, d_offs, d_others, len, *one);
+        CUDA_OK(cudaGetLastError());
+        t1.record(s);
+        gpu.sync();
+        ms[0] = t1.ms_since(t0);
     });
 }

@@ -12,6 +12,8 @@
 //! * [`msm`] — MSM contexts whose points stay resident on a device (or stream from pinned
 //!   host memory when the device is too small);
 //! * [`pce`] — PCE matrices resident on a device and a = A·w, b = B·w, c = C·w there;
+//! * [`witness`] — a partition's witness onto a device, a compact one expanded there;
+//! * `phases` — the device-exclusive phases of one partition (upload, mat-vec, NTT, MSMs);
 //! * [`setup`] — the generated setup's fixed-base multiplications on a device;
 //! * [`prover`] — [`CudaProver`], the `ProverBackend`: per-device locks, device choice,
 //!   retry on another device or the CPU;
@@ -34,9 +36,11 @@ mod imp {
     pub mod msm;
     pub mod ntt;
     pub mod pce;
+    mod phases;
     pub mod prover;
     mod resident;
     pub mod setup;
+    pub mod witness;
 }
 
 #[cfg(feature = "cuda")]

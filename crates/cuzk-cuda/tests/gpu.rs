@@ -241,6 +241,36 @@ fn device_matvec_equals_cpu_matvec_bit_for_bit() {
     }
 }
 
+#[test]
+fn compact_witness_expands_on_the_device_to_the_host_vector() {
+    use cuzk_cuda::witness::{upload, WitnessRef};
+    use cuzk_groth16::CompactFrVec;
+    let mut r = rng(11);
+    // Lengths around the 32-value words; values mostly 0/1 as in real witnesses, some -1, 2
+    // and random ones (stored in full), and runs of each so whole words are of one kind.
+    for n in [0usize, 1, 31, 32, 33, 1000, 100_003] {
+        let inputs = random_scalars(&mut r, 3);
+        let aux: Vec<Fr> = (0..n)
+            .map(|i| match (r.next_u32() % 10, (i / 64) % 4) {
+                (_, 0) => Fr::ZERO,
+                (_, 1) => Fr::ONE,
+                (0..=3, _) => Fr::ZERO,
+                (4..=7, _) => Fr::ONE,
+                (8, _) => -Fr::ONE,
+                _ => Fr::random(&mut r),
+            })
+            .collect();
+        let compact = CompactFrVec::from_slice(&aux);
+        let (buf, t) = upload(DEV, WitnessRef::Compact { inputs: &inputs, aux: &compact }).unwrap();
+        let got = buf.to_vec().unwrap();
+        assert!(got[..3] == inputs[..], "inputs (n={n})");
+        assert!(got[3..] == aux[..], "aux expanded on the device (n={n})");
+        assert!(t.expand_ms >= 0.0);
+        let (full, _) = upload(DEV, WitnessRef::Full { inputs: &inputs, aux: &aux }).unwrap();
+        assert!(full.to_vec().unwrap() == got, "both forms give the same device witness (n={n})");
+    }
+}
+
 /// x_{i+1} = x_i^3 + k_i for `rounds` rounds, x_0 secret, the last x public; plus an input
 /// used in B and an aux variable that occurs only in C.
 #[derive(Clone)]
@@ -327,9 +357,15 @@ fn cuda_proofs_verify_on_every_path() {
                 let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r), &Default::default()).unwrap();
                 assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
                 check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));
-                // Both proofs counted (on whichever devices the prover chose), no failures.
+                // The same from the compact witness (expanded on the device when B_G2 is
+                // there too, on the host otherwise).
+                let (ins, aux) = cuzk_pce::witness_compact(circuit.clone(), pc.num_inputs, pc.num_aux).unwrap();
+                assert_eq!(prover.expands_compact_witness(), b_g2 == B2Placement::Gpu, "{what}");
+                let (proof, _) = prover.prove_compact(&srs, &pc, ins, aux, Randomness::random(&mut r), &Default::default()).unwrap();
+                check_proof(&proof, &srs, &params, out, &format!("compact witness path {what}"));
+                // All three proofs counted (on whichever devices the prover chose), no failures.
                 let reports = prover.devices();
-                assert_eq!(reports.iter().map(|d| d.partitions_proved).sum::<u64>(), 2, "{what}");
+                assert_eq!(reports.iter().map(|d| d.partitions_proved).sum::<u64>(), 3, "{what}");
                 assert_eq!(reports.iter().map(|d| d.failures).sum::<u64>(), 0, "{what}");
                 assert!(reports.iter().all(|d| d.current.is_none()), "an idle device names no job: {what}");
                 prover.forget_srs(&srs);

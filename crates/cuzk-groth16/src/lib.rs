@@ -12,6 +12,7 @@
 
 pub mod assignment;
 pub mod check_record;
+pub mod compact;
 pub mod density;
 pub mod msm;
 pub mod ntt;
@@ -24,6 +25,7 @@ pub mod verify;
 
 pub use assignment::ProvingAssignment;
 pub use blstrs::Scalar as Fr;
+pub use compact::CompactFrVec;
 pub use proof::{Proof, PROOF_BYTES};
 pub use prover::{CpuProver, DeviceReport, ProveError, ProveTimings, ProverBackend, Randomness, WorkLabel};
 pub use srs::{Srs, SrsError, SubgroupCheck, VerifyingKey};

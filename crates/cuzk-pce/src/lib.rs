@@ -17,7 +17,8 @@
 //! * [`setup`] — an INSECURE generated Groth16 setup of the recorded circuit.
 
 pub mod cache;
-pub mod compact;
+/// The compact witness form lives a floor down (the prover backends take it).
+pub use cuzk_groth16::compact;
 pub mod matrix;
 pub mod recording;
 pub mod setup;

@@ -23,20 +23,36 @@ use std::sync::Arc;
 use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
 use parking_lot::{Condvar, Mutex};
 
+/// How the prover stage turns a waiting partition into a proof, which decides what it adds
+/// to host memory (see [`working_set_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProverForm {
+    /// a, b, c on the host (plain path, or PCE with a backend that does not evaluate the
+    /// matrices).
+    HostAbc,
+    /// The witness expanded on the host, a, b, c evaluated on the device.
+    DeviceMatvec,
+    /// The compact witness goes to the device as it is and is expanded there.
+    DeviceCompact,
+}
+
 /// Bytes a prover adds for one partition of `constraints` constraints (aux ≈ constraints in
 /// these circuits):
-/// * host a/b/c (`host_abc`): a, b, c padded to the FFT domain (3 × 32 bytes each), the
-///   witness and the backend's dense A/B scalar copies (≈ 2 × 32 bytes per constraint);
-/// * GPU-resident PCE path (`host_abc` false): the expanded witness (32 bytes per variable)
-///   and, when B_G2 runs on the CPU, its scalars (≤ 8 bytes per constraint at PoRep's 25 %
-///   B density). Measured on the 32 GiB PoRep (H200 host, plain witnesses waiting): 4.0 GiB
-///   of RSS per partition against 3.9 GiB of witness.
-pub fn working_set_bytes(constraints: usize, host_abc: bool) -> u64 {
+/// * `HostAbc`: a, b, c padded to the FFT domain (3 × 32 bytes each), the witness and the
+///   backend's dense A/B scalar copies (≈ 2 × 32 bytes per constraint);
+/// * `DeviceMatvec`: the expanded witness (32 bytes per variable) and, when B_G2 runs on the
+///   CPU, its scalars (≤ 8 bytes per constraint at PoRep's 25 % B density). Measured on the
+///   32 GiB PoRep (H200 host, plain witnesses waiting): 4.0 GiB of RSS per partition against
+///   3.9 GiB of witness;
+/// * `DeviceCompact`: only the per-word offsets of the compact tags (4 bytes per 32 values),
+///   rounded up to 1 byte per constraint. (A partition whose device attempt fails and is
+///   retried on the CPU expands and evaluates on the host beyond this, as before.)
+pub fn working_set_bytes(constraints: usize, form: ProverForm) -> u64 {
     let domain = constraints.max(1).next_power_of_two() as u64;
-    if host_abc {
-        96 * domain + 64 * constraints as u64
-    } else {
-        40 * constraints as u64
+    match form {
+        ProverForm::HostAbc => 96 * domain + 64 * constraints as u64,
+        ProverForm::DeviceMatvec => 40 * constraints as u64,
+        ProverForm::DeviceCompact => constraints as u64,
     }
 }
 
@@ -104,8 +120,8 @@ struct State {
 
 pub struct MemoryBudget {
     limit: u64,
-    /// Whether the prover stage builds a, b, c in host memory (see `working_set_bytes`).
-    host_abc: bool,
+    /// What the prover stage adds (see `working_set_bytes`).
+    form: ProverForm,
     /// Whether partitions wait as compact witnesses (PCE on) or as full assignments.
     compact: bool,
     prover_workers: u64,
@@ -177,10 +193,10 @@ impl Drop for Reservation {
 }
 
 impl MemoryBudget {
-    pub fn new(limit: u64, host_abc: bool, compact: bool, prover_workers: usize) -> Arc<Self> {
+    pub fn new(limit: u64, form: ProverForm, compact: bool, prover_workers: usize) -> Arc<Self> {
         Arc::new(MemoryBudget {
             limit,
-            host_abc,
+            form,
             compact,
             prover_workers: prover_workers.max(1) as u64,
             state: Mutex::default(),
@@ -261,10 +277,10 @@ impl MemoryBudget {
         let constraints = seen.map_or_else(|| table_constraints(circuit), |o| o.constraints);
         if self.compact {
             let waiting = seen.and_then(|o| o.waiting).unwrap_or_else(|| compact_upper_bound(constraints));
-            Estimate { waiting, proving: working_set_bytes(constraints, self.host_abc) }
+            Estimate { waiting, proving: working_set_bytes(constraints, self.form) }
         } else {
             // The full assignment waits; the prover adds little beyond it.
-            Estimate { waiting: working_set_bytes(constraints, true), proving: 0 }
+            Estimate { waiting: working_set_bytes(constraints, ProverForm::HostAbc), proving: 0 }
         }
     }
 
@@ -347,7 +363,7 @@ mod tests {
     #[test]
     fn waiting_reservations_leave_the_provers_headroom_and_release_on_drop() {
         // 100 bytes, two provers of 20 each: 60 bytes for waiting partitions.
-        let b = MemoryBudget::new(100, false, true, 2);
+        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 2);
         let r1 = b.reserve_waiting(est(50, 20), || false).unwrap();
         assert_eq!(b.used(), 50);
         // 50 + 20 > 60: it waits; the give-up hook lets the caller stop waiting.
@@ -368,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_measured_size_replaces_the_estimate_in_the_reservation() {
-        let b = MemoryBudget::new(100, false, true, 1);
+        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 1);
         let mut r = b.reserve_waiting(est(60, 10), || false).unwrap();
         r.resize(5);
         assert_eq!(b.used(), 5);
@@ -379,7 +395,7 @@ mod tests {
 
     #[test]
     fn headroom_follows_the_largest_circuit_admitted() {
-        let b = MemoryBudget::new(100, false, true, 2);
+        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 2);
         let _big = b.reserve_waiting(est(10, 40), || false).unwrap();
         // 10 + 10 + 2 × 40 = 100 fits; one more small partition would eat a big one's room.
         let _small = b.reserve_waiting(est(10, 1), || false).unwrap();
@@ -390,11 +406,11 @@ mod tests {
     fn estimates_learn_from_synthesis() {
         let c = CircuitId::parse("porep-32g").unwrap();
         // Plain synthesis: the whole assignment waits.
-        let plain = MemoryBudget::new(1 << 40, true, false, 1);
+        let plain = MemoryBudget::new(1 << 40, ProverForm::HostAbc, false, 1);
         assert!(plain.estimate(c).waiting > 16 << 30, "32 GiB PoRep partitions need >16 GiB");
         // PCE with a, b, c made on the device: a prover expands the witness (3.9 GiB at
         // 32 GiB) and at most B_G2's host scalars stay on the host.
-        let device = MemoryBudget::new(1 << 40, false, true, 1);
+        let device = MemoryBudget::new(1 << 40, ProverForm::DeviceMatvec, true, 1);
         let e = device.estimate(c);
         assert!(e.proving < 5 << 30 && e.proving > 4 << 30, "{e:?}");
         // Until a compact witness was measured, it is assumed to be stored in full.
@@ -402,17 +418,17 @@ mod tests {
         device.observe(c, 130_278_869, 92 << 20);
         assert_eq!(device.estimate(c).waiting, 92 << 20);
         plain.observe(c, 1000, 0);
-        assert_eq!(plain.estimate(c).waiting, working_set_bytes(1000, true));
-        assert!(!MemoryBudget::new(1 << 30, true, true, 1).fits(c, 0));
+        assert_eq!(plain.estimate(c).waiting, working_set_bytes(1000, ProverForm::HostAbc));
+        assert!(!MemoryBudget::new(1 << 30, ProverForm::HostAbc, true, 1).fits(c, 0));
         let small = CircuitId::parse("winning-2k").unwrap();
-        let b = MemoryBudget::new(1 << 30, true, true, 1);
+        let b = MemoryBudget::new(1 << 30, ProverForm::HostAbc, true, 1);
         assert!(b.fits(small, 0));
         assert!(!b.fits(small, 1 << 30), "its own parameters count against the budget");
     }
 
     #[test]
     fn resident_parameters_count_and_leave_the_provers_headroom() {
-        let b = MemoryBudget::new(100, false, true, 2);
+        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 2);
         // A partition admitted with a proving set of 20: 40 bytes of headroom from now on.
         let w = b.reserve_waiting(est(10, 20), || false).unwrap();
         assert!(b.try_reserve_resident(51).is_none(), "10 + 51 + 40 > 100");

@@ -31,7 +31,7 @@ use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
-pub use memory::{working_set_bytes, Estimate, MemoryBudget, Reservation};
+pub use memory::{working_set_bytes, Estimate, MemoryBudget, ProverForm, Reservation};
 use queue::{WorkKey, WorkQueue};
 use workers::{Lane, ReadyWork, Work};
 
@@ -149,10 +149,14 @@ impl Scheduler {
         // With PCE, partitions wait as compact witnesses; with a backend that also evaluates
         // the matrices on its device, a, b, c never occupy host memory, and the budget must
         // not reserve them.
-        let host_abc = !(config.pce.enabled && backend.evaluates_matrices());
+        let form = match (config.pce.enabled && backend.evaluates_matrices(), backend.expands_compact_witness()) {
+            (false, _) => ProverForm::HostAbc,
+            (true, false) => ProverForm::DeviceMatvec,
+            (true, true) => ProverForm::DeviceCompact,
+        };
         // The deadline lane's prover needs its headroom like any other.
         let lane = config.pipeline.deadline_lane;
-        let memory = MemoryBudget::new(limit, host_abc, config.pce.enabled, prover_workers + usize::from(lane));
+        let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + usize::from(lane));
         let started = Instant::now();
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),

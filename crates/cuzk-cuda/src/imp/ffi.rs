@@ -79,6 +79,17 @@ extern "C" {
     ) -> Error;
     pub fn cuzk_csr_free(m: *mut CsrDev);
     pub fn cuzk_pce_eval(index: usize, mats: *const *const CsrDev, d_w: *const Fr, n_inputs: u32, lg_n: u32, d_abc: *mut Fr, ms: *mut f32) -> Error;
+    pub fn cuzk_expand_compact(
+        index: usize,
+        d_out: *mut Fr,
+        d_tags: *const u64,
+        d_offs: *const u32,
+        d_others: *const Fr,
+        n_others: usize,
+        len: usize,
+        one: *const Fr,
+        ms: *mut f32,
+    ) -> Error;
     pub fn cuzk_gather(index: usize, d_dst: *mut Fr, d_src: *const Fr, d_idx: *const u32, n: usize) -> Error;
 
     pub fn cuzk_fixed_base_g1(index: usize, table: *const blst_p1_affine, table_len: usize, window: i32, scalars: *const u64, n: usize, out: *mut blst_p1_affine) -> Error;

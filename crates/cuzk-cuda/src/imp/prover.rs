@@ -13,29 +13,30 @@
 //!
 //! A CUDA error fails only that attempt: the partition is retried once on another device,
 //! or on the CPU backend if there is no other, and the device stays in service.
+//!
+//! This file is device choice, retry and health; the phases themselves are in
+//! [`super::phases`], the witness's way onto the device in [`super::witness`].
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{G2Projective, Scalar as Fr};
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
 use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
-use cuzk_groth16::{CpuProver, DeviceReport, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::{CompactFrVec, CpuProver, DeviceReport, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
 use cuzk_pce::PreCompiled;
-use group::Group;
 use parking_lot::Mutex;
 
-use super::buffer::DeviceBuffer;
 use crate::device_lock::DeviceLock;
 use super::device::{self, DeviceInfo};
 use crate::health::DeviceHealth;
 use super::error::CudaError;
-use super::msm::Scalars;
-use super::ntt;
 use super::pce::DevicePce;
+use super::phases::{self, HostInputs};
 use super::resident::{resident_size, PinnedSrs, SrsKey, SrsOnDevice};
+use super::witness::WitnessRef;
 
 /// Whether the SRS points live on each device or stream from host memory per proof.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,18 +140,38 @@ fn backend_error(device: &DeviceInfo, e: CudaError) -> ProveError {
     ProveError::Backend { backend: format!("cuda:{}", device.ordinal), message: e.to_string() }
 }
 
-/// Host vectors of a partition proved on the host path, borrowed for the device region.
-struct HostInputs<'a> {
-    w: &'a ProvingAssignment,
-    a_scalars: Vec<Fr>,
-    b_scalars: Arc<Vec<Fr>>,
-}
-
 /// What goes to the device: a, b, c and the dense scalars (host path), or the witness and
 /// the matrices to evaluate there (GPU-resident PCE path).
 enum DeviceInput<'a> {
     Host(HostInputs<'a>),
-    Witness(&'a PreCompiled),
+    Witness(&'a PreCompiled, WitnessRef<'a>),
+}
+
+/// A partition as the prover was given it, owned (the CPU fallback consumes it).
+enum Partition {
+    /// A proving assignment: a, b, c filled (host path), or empty beside PCE matrices.
+    Assignment(ProvingAssignment),
+    /// The witness with its aux values compact, beside PCE matrices.
+    Compact { inputs: Vec<Fr>, aux: CompactFrVec },
+}
+
+impl Partition {
+    /// Borrowed for one device attempt.
+    fn work<'a>(&'a self, pc: Option<&'a PreCompiled>) -> Work<'a> {
+        match (self, pc) {
+            (Partition::Assignment(w), None) => Work::Host(w),
+            (Partition::Assignment(w), Some(pc)) => Work::Witness(pc, WitnessRef::Full { inputs: &w.input_assignment, aux: &w.aux_assignment }),
+            (Partition::Compact { inputs, aux }, Some(pc)) => Work::Witness(pc, WitnessRef::Compact { inputs, aux }),
+            (Partition::Compact { .. }, None) => unreachable!("a compact witness always comes with its matrices"),
+        }
+    }
+}
+
+/// One device attempt's view of the partition.
+#[derive(Clone, Copy)]
+enum Work<'a> {
+    Host(&'a ProvingAssignment),
+    Witness(&'a PreCompiled, WitnessRef<'a>),
 }
 
 impl CudaProver {
@@ -249,82 +270,47 @@ impl CudaProver {
         Ok(p)
     }
 
-    /// The device-exclusive region for a partition whose a, b, c are on the host.
-    fn gpu_phase_host(&self, g: usize, srs: &Srs, shape: &Shape, inputs: &HostInputs<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
+    /// The device-exclusive region, after the parameters (and matrices) are on the device.
+    fn gpu_phase(&self, g: usize, srs: &Srs, shape: &Shape, input: &DeviceInput<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
-        let w = inputs.w;
-        let n = shape.domain.n;
-        let working = 3 * n as u64 * 32 + 2 * w.aux_assignment.len() as u64 * 32;
-        let dev = self.srs_on(gpu, srs, working)?;
-        tracing::debug!(device = gpu.info.ordinal, n, "quotient (host a, b, c)");
-        let (d_h, qt) = ntt::quotient(gpu.info.index, &shape.domain, &w.a, &w.b, &w.c)?;
-        tracing::debug!(upload_ms = qt.upload_ms, ntt_ms = qt.ntt_ms, "quotient done; MSMs");
-        t.upload += ms(qt.upload_ms);
-        t.ntt = ms(qt.ntt_ms);
-        boundary();
-        let h = run_g1(&dev.h, Scalars::Device { buffer: &d_h, offset: 0, len: n - 1 }, &mut t.msm_h)?;
-        drop(d_h);
-        boundary();
-        let l = run_g1(&dev.l, Scalars::Host(&w.aux_assignment), &mut t.msm_l)?;
-        boundary();
-        let a = run_g1(&dev.a, Scalars::Host(&inputs.a_scalars), &mut t.msm_a)?;
-        boundary();
-        let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1)?;
-        boundary();
-        let b_g2 = run_g2(&dev.b_g2, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g2)?;
-        Ok(MsmResults { h, l, a, b_g1, b_g2 })
-    }
-
-    /// The device-exclusive region for the GPU-resident PCE path: only the witness goes up.
-    fn gpu_phase_witness(&self, g: usize, srs: &Srs, shape: &Shape, pc: &PreCompiled, w: &ProvingAssignment, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
-        let gpu = &self.gpus[g];
-        let idx = gpu.info.index;
-        let n = shape.domain.n;
-        let (n_in, n_aux) = (w.input_assignment.len(), w.aux_assignment.len());
-        let working = 3 * n as u64 * 32 + 2 * (n_in + n_aux) as u64 * 32;
-        let dev = self.srs_on(gpu, srs, working)?;
-        let dpce = self.pce_on(gpu, pc)?;
-        tracing::debug!(device = gpu.info.ordinal, n, n_in, n_aux, "witness upload and device mat-vec");
-        let witness = DeviceBuffer::<Fr>::alloc(idx, n_in + n_aux)?;
-        t.upload += ms(witness.write(0, &w.input_assignment)? + witness.write(n_in, &w.aux_assignment)?);
-        let (abc, mv_ms) = dpce.eval(&shape.domain, &witness)?;
-        t.matvec = ms(mv_ms);
-        tracing::debug!(matvec_ms = mv_ms, "mat-vec done; quotient");
-        t.ntt = ms(ntt::quotient_on_device(&shape.domain, &abc)?);
-        tracing::debug!("quotient done; MSMs");
-        boundary();
-        let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h)?;
-        drop(abc);
-        boundary();
-        let l = run_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, &mut t.msm_l)?;
-        boundary();
-        let a_s = dpce.gather_a(&witness)?;
-        let a = run_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, &mut t.msm_a)?;
-        drop(a_s);
-        boundary();
-        let b_s = dpce.gather_b(&witness)?;
-        let b_g1 = run_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g1)?;
-        boundary();
-        let b_g2 = run_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
-        Ok(MsmResults { h, l, a, b_g1, b_g2 })
+        match input {
+            DeviceInput::Host(h) => {
+                let dev = self.srs_on(gpu, srs, phases::host_working_bytes(shape, h.w.aux_assignment.len()))?;
+                phases::host_abc(gpu.info.index, &dev, shape, h, t, boundary)
+            }
+            DeviceInput::Witness(pc, w) => {
+                let dev = self.srs_on(gpu, srs, phases::witness_working_bytes(shape, w))?;
+                let dpce = self.pce_on(gpu, pc)?;
+                phases::witness(gpu.info.index, &dev, &dpce, shape, *w, t, boundary)
+            }
+        }
     }
 
     /// Steps 1 and 2 on device `g` (already counted in its `active`): returns once the device
     /// is free again.
-    fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, w: &ProvingAssignment, pc: Option<&PreCompiled>, label: &WorkLabel) -> Result<GpuPhase, ProveError> {
+    fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, work: Work<'_>, label: &WorkLabel) -> Result<GpuPhase, ProveError> {
         let gpu = &self.gpus[g];
         let _active = Active(&gpu.active);
         let started = Instant::now();
         let mut t = ProveTimings { device: Some(gpu.info.ordinal), ..Default::default() };
 
         // B's dense scalars are needed on the host for the host path and for a CPU B_G2.
-        let need_host_b = pc.is_none() || !self.b_g2_on_gpu();
-        let b_scalars = Arc::new(if need_host_b {
-            let mut v = dense_scalars(&w.input_assignment, &w.b_input_density);
-            v.extend(dense_scalars(&w.aux_assignment, &w.b_aux_density));
-            v
-        } else {
-            Vec::new()
+        let b_scalars = Arc::new(match work {
+            Work::Host(w) => {
+                let mut v = dense_scalars(&w.input_assignment, &w.b_input_density);
+                v.extend(dense_scalars(&w.aux_assignment, &w.b_aux_density));
+                v
+            }
+            Work::Witness(pc, WitnessRef::Full { inputs, aux }) if !self.b_g2_on_gpu() => {
+                let mut v = dense_scalars(inputs, &pc.b_input_density);
+                v.extend(dense_scalars(aux, &pc.b_aux_density));
+                v
+            }
+            Work::Witness(_, WitnessRef::Compact { .. }) if !self.b_g2_on_gpu() => {
+                // expands_compact_witness() says no in this configuration.
+                return Err(backend_error(&gpu.info, CudaError::new("a compact witness needs B in G2 on the device")));
+            }
+            Work::Witness(..) => Vec::new(),
         });
         let pending_b_g2 = if self.b_g2_on_gpu() {
             None
@@ -337,9 +323,9 @@ impl CudaProver {
             Some(std::thread::spawn(move || msm_g2(points, &b)))
         };
 
-        let input = match pc {
-            Some(pc) => DeviceInput::Witness(pc),
-            None => {
+        let input = match work {
+            Work::Witness(pc, w) => DeviceInput::Witness(pc, w),
+            Work::Host(w) => {
                 let mut a_scalars = w.input_assignment.clone();
                 a_scalars.extend(dense_scalars(&w.aux_assignment, &w.a_aux_density));
                 DeviceInput::Host(HostInputs { w, a_scalars, b_scalars: b_scalars.clone() })
@@ -361,10 +347,7 @@ impl CudaProver {
                 *gpu.current.lock() = Some(label.clone());
             }
         };
-        let result = match &input {
-            DeviceInput::Witness(pc) => self.gpu_phase_witness(g, srs, shape, pc, w, &mut t, &mut boundary),
-            DeviceInput::Host(h) => self.gpu_phase_host(g, srs, shape, h, &mut t, &mut boundary),
-        };
+        let result = self.gpu_phase(g, srs, shape, &input, &mut t, &mut boundary);
         let span_end = Instant::now();
         drop((holder, guard));
         if !handed_over.is_zero() {
@@ -405,14 +388,14 @@ impl CudaProver {
     }
 
     /// Try each device in order of load (at most two attempts), then the CPU.
-    fn prove_with(&self, srs: &Srs, shape: &Shape, w: ProvingAssignment, pc: Option<&PreCompiled>, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove_with(&self, srs: &Srs, shape: &Shape, part: Partition, pc: Option<&PreCompiled>, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
         let mut last_err = None;
         for (attempt, &g) in order.iter().take(2).enumerate() {
             if attempt > 0 {
                 self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
             }
-            match self.start_on(g, srs, shape, &w, pc, label) {
+            match self.start_on(g, srs, shape, part.work(pc), label) {
                 Ok(phase) => return Ok(self.finish(srs, phase, rs)),
                 Err(e) => {
                     // One retry: on the next device, or on the CPU when there is one device.
@@ -427,39 +410,39 @@ impl CudaProver {
         }
         // One device only: the second attempt is the CPU.
         tracing::warn!("retrying the partition on the CPU backend");
-        let w = match pc {
-            Some(pc) => cuzk_pce::evaluate(pc, w.input_assignment, w.aux_assignment)
-                .map_err(|e| ProveError::Backend { backend: "cpu".into(), message: e.to_string() })?,
-            None => w,
+        let cpu_error = |e: cuzk_pce::PceError| ProveError::Backend { backend: "cpu".into(), message: e.to_string() };
+        let w = match (part, pc) {
+            (Partition::Assignment(w), None) => w,
+            (Partition::Assignment(w), Some(pc)) => cuzk_pce::evaluate(pc, w.input_assignment, w.aux_assignment).map_err(cpu_error)?,
+            (Partition::Compact { inputs, aux }, Some(pc)) => cuzk_pce::evaluate(pc, inputs, aux.to_vec()).map_err(cpu_error)?,
+            (Partition::Compact { .. }, None) => unreachable!("a compact witness always comes with its matrices"),
         };
         self.cpu.prove(srs, w, rs, label)
     }
-}
 
-fn ms(v: f32) -> Duration {
-    Duration::from_secs_f64(v.max(0.0) as f64 / 1e3)
-}
-
-fn run_g1(m: &Option<super::msm::MsmG1>, s: Scalars<'_>, slot: &mut Duration) -> Result<G1Projective, CudaError> {
-    match m {
-        Some(m) => {
-            let (r, t) = m.run(s)?;
-            *slot = ms(t);
-            Ok(r)
+    /// The matrices as `PreCompiled`, with the witness lengths checked against them, and the
+    /// partition's shape against the parameters.
+    fn check_witness<'a>(&self, srs: &Srs, matrices: &'a (dyn Any + Send + Sync), n_in: usize, n_aux: usize) -> Result<(&'a PreCompiled, Shape), ProveError> {
+        let pc = matrices.downcast_ref::<PreCompiled>().ok_or_else(|| ProveError::Backend {
+            backend: self.name(),
+            message: "prove_witness needs cuzk_pce::PreCompiled matrices".into(),
+        })?;
+        if n_in != pc.num_inputs || n_aux != pc.num_aux {
+            return Err(ProveError::ShapeMismatch(format!(
+                "witness has {n_in} inputs and {n_aux} aux, the matrices {} and {}",
+                pc.num_inputs, pc.num_aux
+            )));
         }
-        None => Ok(G1Projective::identity()),
-    }
-}
-
-/// The same for the G2 query (absent when B in G2 runs on the CPU).
-fn run_g2(m: &Option<super::msm::MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
-    match m {
-        Some(m) => {
-            let (r, t) = m.run(s)?;
-            *slot = ms(t);
-            Ok(r)
-        }
-        None => Ok(G2Projective::identity()),
+        let shape = check_sizes(
+            srs,
+            pc.num_constraints,
+            pc.num_inputs,
+            pc.num_aux,
+            pc.a_aux_density.count_ones(),
+            pc.b_input_density.count_ones(),
+            pc.b_aux_density.count_ones(),
+        )?;
+        Ok((pc, shape))
     }
 }
 
@@ -471,7 +454,7 @@ impl ProverBackend for CudaProver {
 
     fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let shape = check_shape(srs, &w)?;
-        self.prove_with(srs, &shape, w, None, rs, label)
+        self.prove_with(srs, &shape, Partition::Assignment(w), None, rs, label)
     }
 
     fn parallelism(&self) -> Option<usize> {
@@ -514,29 +497,22 @@ impl ProverBackend for CudaProver {
     }
 
     fn prove_witness(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
-        let pc = matrices.downcast_ref::<PreCompiled>().ok_or_else(|| ProveError::Backend {
-            backend: self.name(),
-            message: "prove_witness needs cuzk_pce::PreCompiled matrices".into(),
-        })?;
-        if w.input_assignment.len() != pc.num_inputs || w.aux_assignment.len() != pc.num_aux {
-            return Err(ProveError::ShapeMismatch(format!(
-                "witness has {} inputs and {} aux, the matrices {} and {}",
-                w.input_assignment.len(),
-                w.aux_assignment.len(),
-                pc.num_inputs,
-                pc.num_aux
-            )));
+        let (pc, shape) = self.check_witness(srs, matrices, w.input_assignment.len(), w.aux_assignment.len())?;
+        self.prove_with(srs, &shape, Partition::Assignment(w), Some(pc), rs, label)
+    }
+
+    fn expands_compact_witness(&self) -> bool {
+        // A CPU B_G2 needs B's scalars on the host, i.e. the expanded witness.
+        self.options.device_matvec && self.b_g2_on_gpu()
+    }
+
+    fn prove_compact(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), inputs: Vec<Fr>, aux: CompactFrVec, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+        let (pc, shape) = self.check_witness(srs, matrices, inputs.len(), aux.len())?;
+        if !self.expands_compact_witness() {
+            let w = cuzk_pce::witness_assignment(pc, inputs, aux.to_vec()).map_err(|e| ProveError::ShapeMismatch(e.to_string()))?;
+            return self.prove_with(srs, &shape, Partition::Assignment(w), Some(pc), rs, label);
         }
-        let shape = check_sizes(
-            srs,
-            pc.num_constraints,
-            pc.num_inputs,
-            pc.num_aux,
-            pc.a_aux_density.count_ones(),
-            pc.b_input_density.count_ones(),
-            pc.b_aux_density.count_ones(),
-        )?;
-        self.prove_with(srs, &shape, w, Some(pc), rs, label)
+        self.prove_with(srs, &shape, Partition::Compact { inputs, aux }, Some(pc), rs, label)
     }
 }
 

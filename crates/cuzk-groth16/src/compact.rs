@@ -54,6 +54,39 @@ impl CompactFrVec {
         self.others.len()
     }
 
+    /// The packed 2-bit tags, 32 values a word (for backends that expand on a device).
+    pub fn tags(&self) -> &[u64] {
+        &self.tags
+    }
+
+    /// The values stored in full, in order.
+    pub fn others(&self) -> &[Fr] {
+        &self.others
+    }
+
+    /// For each tag word, how many values stored in full come before it (an exclusive prefix
+    /// sum), so that a device can expand every word independently. Checks that the tags and
+    /// the stored values agree, so an expansion never reads past `others`.
+    pub fn word_offsets(&self) -> Result<Vec<u32>, String> {
+        if self.others.len() > u32::MAX as usize {
+            return Err(format!("{} stored values do not fit 32-bit offsets", self.others.len()));
+        }
+        let mut next = 0usize;
+        let offsets = self
+            .tags
+            .iter()
+            .map(|w| {
+                let start = next;
+                next += (w & OTHER_MASK).count_ones() as usize;
+                start as u32
+            })
+            .collect();
+        if next != self.others.len() {
+            return Err(format!("compact vector: {next} tags say stored, {} values are", self.others.len()));
+        }
+        Ok(offsets)
+    }
+
     /// Heap bytes in use (what a partition waiting in this form holds).
     pub fn heap_bytes(&self) -> u64 {
         (self.tags.len() * 8 + self.others.len() * 32) as u64
@@ -190,6 +223,32 @@ mod tests {
                 _ => Fr::random(&mut rng),
             })
             .collect()
+    }
+
+    #[test]
+    fn word_offsets_index_the_stored_values_of_each_word() {
+        let v = mixed(10_000, 7);
+        let c = CompactFrVec::from_slice(&v);
+        let offs = c.word_offsets().unwrap();
+        assert_eq!(offs.len(), c.tags().len());
+        // Expand as a device does: every value from its own word alone.
+        for (i, want) in v.iter().enumerate() {
+            let w = c.tags()[i / PER_WORD];
+            let slot = i % PER_WORD;
+            let tag = (w >> (2 * slot)) & 0b11;
+            let got = if tag & 0b10 != 0 {
+                let below = w & OTHER_MASK & ((1u64 << (2 * slot)) - 1);
+                c.others()[offs[i / PER_WORD] as usize + below.count_ones() as usize]
+            } else if tag == TAG_ONE {
+                Fr::ONE
+            } else {
+                Fr::ZERO
+            };
+            assert_eq!(got, *want, "value {i}");
+        }
+        let mut bad = c.clone();
+        bad.others.pop();
+        assert!(bad.word_offsets().is_err(), "tags and stored values that disagree are refused");
     }
 
     #[test]
