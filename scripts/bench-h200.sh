@@ -14,6 +14,11 @@
 #   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
+#                                          (synthetic inputs and parameters: nothing verifies)
+#   scripts/bench-h200.sh BIN_DIR peer-params   consistent 32 GiB inputs and the generated setup
+#                                          as a .params file, for vs-peer (run it just before)
+#   scripts/bench-h200.sh BIN_DIR vs-peer  filecoin-proofs + SupraSeal, one verified proof, then
+#                                          cuzk N=3 at J=2, same inputs and parameters
 #
 # Every cuzk run proves consistent inputs with parameters from cuzk's generated, INSECURE setup
 # (built in the daemon at preload), so every proof is verified by the daemon and the first of
@@ -72,11 +77,29 @@ case "$mode" in
         ours device-matvec 5 3 "${D1:-200}"
         ours host-matvec 2 2 "${D2:-130}" 'device_matvec = false'
         ;;
+    peer-params)
+        # For vs-peer, on the same machine right after (nothing survives a returned machine):
+        # the consistent 32 GiB inputs, and the generated setup as a .params file for the peer.
+        "$bin/cuzk-bench" gen-consistent --circuit porep-32g --sectors 1 --seed 1 --out "$work/tp/inputs-porep-32g-1" | tail -1
+        t=$SECONDS
+        mkdir -p "$work/peer/params"
+        "$bin/cuzk-bench" gen-setup --circuit porep-32g --seed 1 --out "$work/peer/params" --pce-dir "$work/tp/params/pce" 2>&1 | tail -3
+        echo "generated setup written for the peer: $((SECONDS - t)) s"; ls -la "$work/peer/params"; df -h "$work" | tail -1
+        ;;
+    vs-peer)
+        # The peer and cuzk in one command on the same consistent inputs and the same
+        # generated parameters (seed 1): filecoin-proofs + SupraSeal first, one proof, then
+        # cuzk N=3 at J=2. Every proof is checked (seal_commit_phase2's own verification; the
+        # daemon's, and filecoin-proofs' verify_seal on cuzk's first).
+        PEER_INPUTS="$work/tp/inputs-porep-32g-1" PEER_DEADLINE="${PEER_DEADLINE:-360}" PEER_PCE_DIR="$work/tp/params/pce" \
+            bash "$here/bench-peer.sh" "$bin" "$work/peer" 32GiB 1 2>&1 | tee "$out/peer.log"
+        ours vs-peer "${N:-3}" "${J:-2}" "${D0:-130}" "" 32GiB
+        ;;
     peer)
         PEER_DEADLINE="${PEER_DEADLINE:-330}" PEER_PCE_DIR="$work/tp/params/pce" \
             bash "$here/bench-peer.sh" "$bin" "$work/peer" "${SIZE:-32GiB}" 1 2>&1 | tee "$out/peer.log"
         rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
-    *) echo "mode: porep32, porep64, post32, snap32, deadline32, ours or peer" >&2; exit 2 ;;
+    *) echo "mode: porep32, porep64, post32, snap32, deadline32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
 esac

@@ -13,6 +13,10 @@
 # failed self-check" (the check itself takes milliseconds). bellperson logs the synthesis
 # time and the GPU prover time of each run; both are printed.
 #
+# PEER_INPUTS=DIR (a `cuzk-bench gen-consistent` set of the same size) proves consistent
+# inputs with the parameter file of cuzk's generated INSECURE setup (written by `gen-setup`
+# into WORK_DIR/params unless one is there), so the proof can pass filecoin-proofs' own check.
+#
 # Environment: PEER_DEADLINE=S bounds each run; TP_CPUS=LIST pins it (taskset), as for cuzk;
 # PEER_GPU=N picks the GPU (CUDA_VISIBLE_DEVICES for this separate process, set before it
 # starts — the only way to choose a GPU for supraseal-c2, which always uses device 0..n).
@@ -27,11 +31,26 @@ case "$size" in
     64GiB|64g) circuit=porep-64g ;;
     *) echo "size: 2KiB, 512MiB, 32GiB or 64GiB" >&2; exit 2 ;;
 esac
-c1="$work/c1-$circuit.json"
-[[ -f $c1 ]] || "$bin/cuzk-bench" gen-synthetic --sector-size "$size" --seed 1 -o "$c1" > /dev/null || exit 1
-t=$SECONDS
-"$bin/cuzk-bench" synthetic-params --circuit "$circuit" --out "$work/params" --pce-dir "${PEER_PCE_DIR:-$work/params/pce}" || exit 1
-echo "setup (PCE shape + synthetic parameter file): $((SECONDS - t)) s"
+prover_id=()
+if [[ -n ${PEER_INPUTS:-} ]]; then
+    # Consistent inputs (a `gen-consistent` set) and the parameter file of cuzk's generated
+    # INSECURE setup (`gen-setup`, same seed as the daemon's): seal_commit_phase2's own check
+    # of the proof can pass, so the run ends in "ok" or in a real failure.
+    c1="$PEER_INPUTS/c1-envelope.json"
+    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prover_id_hex"])' "$PEER_INPUTS/input-set.json") || exit 1
+    prover_id=(--prover-id "$pid")
+    t=$SECONDS
+    if ! ls "$work/params/"*.params >/dev/null 2>&1; then
+        "$bin/cuzk-bench" gen-setup --circuit "$circuit" --seed 1 --out "$work/params" --pce-dir "${PEER_PCE_DIR:-$work/params/pce}" | tail -2 || exit 1
+    fi
+    echo "parameters (cuzk's generated INSECURE setup, seed 1, as a .params file): $((SECONDS - t)) s"
+else
+    c1="$work/c1-$circuit.json"
+    [[ -f $c1 ]] || "$bin/cuzk-bench" gen-synthetic --sector-size "$size" --seed 1 -o "$c1" > /dev/null || exit 1
+    t=$SECONDS
+    "$bin/cuzk-bench" synthetic-params --circuit "$circuit" --out "$work/params" --pce-dir "${PEER_PCE_DIR:-$work/params/pce}" || exit 1
+    echo "setup (PCE shape + synthetic parameter file): $((SECONDS - t)) s"
+fi
 df -h "$work" | tail -1
 
 smi=
@@ -46,7 +65,7 @@ for i in $(seq "$runs"); do
     echo "=== peer run $i"
     s=$(date +%s.%N)
     CUDA_VISIBLE_DEVICES="${PEER_GPU:-0}" RUST_LOG=info \
-        timeout "${PEER_DEADLINE:-86400}" "${pin[@]}" "$bin/cuzk-peer-c2" --c1 "$c1" --param-dir "$work/params" \
+        timeout "${PEER_DEADLINE:-86400}" "${pin[@]}" "$bin/cuzk-peer-c2" --c1 "$c1" --param-dir "$work/params" "${prover_id[@]}" \
         > "$res/peer-$i.json" 2> "$res/peer-$i.log"
     rc=$?
     e=$(date +%s.%N)

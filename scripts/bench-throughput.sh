@@ -166,11 +166,16 @@ beside_loop() { # one deadline proof every TP_BESIDE_GAP s
 if [[ -n ${beside:-} ]]; then
     for i in $(seq "${TP_BESIDE_IDLE:-3}"); do beside_one "idle-$i" "$res/beside-idle.txt"; done
 fi
+# The daemon's RSS while the proofs run (0.5 s samples): the load of the parameters, before
+# the clock, has its own peak (VmHWM, printed as "daemon peak RSS").
+( while kill -0 "$daemon" 2>/dev/null; do awk '/^VmRSS/ {print $2}' "/proc/$daemon/status"; sleep 0.5; done ) > "$res/rss-kib.txt" 2>/dev/null &
+rss_pid=$!
 beside_pid=
 [[ -n ${beside:-} ]] && { beside_loop & beside_pid=$!; }
 timeout "${TP_DEADLINE:-86400}" sh -c "seq '$n' | xargs -P '$j' -I{} bash '$work/prove-one.sh' {}" \
     || echo "proof phase stopped after ${TP_DEADLINE:-?} s (TP_DEADLINE); figures below cover the proofs that finished"
 end=$(date +%s.%N)
+kill "$rss_pid" 2>/dev/null
 [[ -n $beside_pid ]] && { kill "$beside_pid" 2>/dev/null; wait "$beside_pid" 2>/dev/null; }
 cpu1=$(cpu_ticks)
 
@@ -194,6 +199,12 @@ if len(done) >= 2:
     print(f"steady state {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof (between completions)")
 mem = st["memory"]
 print(f"daemon peak RSS {mem['process_peak_rss_bytes'] / 2**30:.1f} GiB (now {mem['process_rss_bytes'] / 2**30:.1f} GiB)")
+try:
+    rss = [int(l) for l in open(f"{res}/rss-kib.txt") if l.strip().isdigit()]
+    if rss:
+        print(f"daemon RSS while proving: peak {max(rss) / 2**20:.1f} GiB, mean {sum(rss) / len(rss) / 2**20:.1f} GiB ({len(rss)} samples, 0.5 s)")
+except FileNotFoundError:
+    pass
 for d in st.get("devices", []):
     print(f"device {d['ordinal']} {d['name']}: {d['partitions_proved']} partitions, busy {d['busy_seconds']:.1f} s "
           f"({100 * d['busy_seconds'] / wall:.0f} % of the wall time), {d['resident_bytes'] / 2**30:.1f} GiB resident, {d['failures']} failures")

@@ -83,6 +83,7 @@ fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
             B2Placement::Cpu => cuzk_cuda::B2Placement::Cpu,
         },
         device_matvec: g.device_matvec,
+        keep_host_params: g.keep_host_params,
     };
     let prover = cuzk_cuda::CudaProver::new(options).map_err(|e| EngineError::Internal(format!("CUDA backend: {e}")))?;
     Ok(Arc::new(prover))

@@ -207,6 +207,10 @@ pub struct GpuConfig {
     /// With PCE, compute a = A·w, b = B·w, c = C·w on the device (matrices resident there),
     /// so a, b, c never occupy host memory.
     pub device_matvec: bool,
+    /// Keep the host copy of parameters that every device holds resident. Off (the default),
+    /// that copy is freed once the points are on the devices — 44 GiB for porep-32g — and a
+    /// partition whose device attempt fails is retried on the device instead of the CPU.
+    pub keep_host_params: bool,
 }
 
 impl Default for GpuConfig {
@@ -218,6 +222,7 @@ impl Default for GpuConfig {
             srs_residency: SrsResidency::Auto,
             b_g2: B2Placement::Gpu,
             device_matvec: true,
+            keep_host_params: false,
         }
     }
 }

@@ -48,6 +48,9 @@ pub struct LoadedSrs {
 struct Budget {
     memory: Arc<MemoryBudget>,
     forget: Box<dyn Fn(&Srs) + Send + Sync>,
+    /// Sees every load before any job: the backend may take the points onto its devices and
+    /// release the host copy (then only the verifying key stays counted).
+    adopt: Box<dyn Fn(&mut Srs) + Send + Sync>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
@@ -111,9 +114,10 @@ impl SrsCache {
     }
 
     /// Count every load against `memory` from now on; `forget` sees parameters evicted to
-    /// make room before they are freed. Only the first call takes effect.
-    pub fn attach_budget(&self, memory: Arc<MemoryBudget>, forget: impl Fn(&Srs) + Send + Sync + 'static) {
-        let _ = self.budget.set(Budget { memory, forget: Box::new(forget) });
+    /// make room before they are freed, `adopt` every load before a job has it (see
+    /// `ProverBackend::adopt_srs`). Only the first call takes effect.
+    pub fn attach_budget(&self, memory: Arc<MemoryBudget>, forget: impl Fn(&Srs) + Send + Sync + 'static, adopt: impl Fn(&mut Srs) + Send + Sync + 'static) {
+        let _ = self.budget.set(Budget { memory, forget: Box::new(forget), adopt: Box::new(adopt) });
     }
 
     /// The cache `config` describes. `setup_engine` supplies the generated setup's multiplier
@@ -322,7 +326,10 @@ impl SrsCache {
         Ok(done(srs))
     }
 
-    fn loaded(&self, circuit: CircuitId, srs: Srs, start: Instant, mut memory: Option<Reservation>) -> LoadedSrs {
+    fn loaded(&self, circuit: CircuitId, mut srs: Srs, start: Instant, mut memory: Option<Reservation>) -> LoadedSrs {
+        if let Some(b) = self.budget.get() {
+            (b.adopt)(&mut srs);
+        }
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         let bytes = srs.resident_bytes();
         // The reservation covered the load's peak; from now on it holds what stays.
@@ -335,6 +342,9 @@ impl SrsCache {
                 "INSECURE parameters resident (generated setup with a known trapdoor): tests and benchmarks only");
         } else {
             tracing::info!(%circuit, bytes, ms = load_time.as_millis() as u64, synthetic = srs.synthetic, "parameters resident");
+        }
+        if srs.points_released() {
+            tracing::info!(%circuit, host_bytes = bytes, "the devices hold the parameters' points; their host copy was released");
         }
         LoadedSrs { circuit, srs, pvk, bytes, load_time, last_used: AtomicU64::new(self.now()), _memory: memory }
     }

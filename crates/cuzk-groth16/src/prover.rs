@@ -99,6 +99,11 @@ pub trait ProverBackend: Send + Sync {
     /// These parameters are going away (evicted): drop any copy the backend keeps of them.
     fn forget_srs(&self, _srs: &Srs) {}
 
+    /// Parameters just loaded, before any job has them. A backend that copies every point to
+    /// every device it proves on may do so now and release the host copy
+    /// ([`Srs::release_points`]); the host then keeps only the verifying key and the lengths.
+    fn adopt_srs(&self, _srs: &mut Srs) {}
+
     /// Whether [`ProverBackend::prove_witness`] is available: the backend evaluates
     /// a = A·w, b = B·w, c = C·w itself from pre-compiled matrices (the GPU-resident path).
     fn evaluates_matrices(&self) -> bool {
@@ -198,23 +203,24 @@ pub fn check_sizes(srs: &Srs, m: usize, num_inputs: usize, num_aux: usize, a_aux
         Err(ProveError::ShapeMismatch(format!("{what}: circuit needs {want}, parameters have {have}")))
     };
     let shape = Shape { num_inputs, a_aux, b_inputs, b_aux, domain };
-    if srs.h.len() != shape.domain.n - 1 {
-        return mismatch("H points (domain size - 1)", shape.domain.n - 1, srs.h.len());
+    let q = srs.query_lens();
+    if q.h != shape.domain.n - 1 {
+        return mismatch("H points (domain size - 1)", shape.domain.n - 1, q.h);
     }
     if srs.vk.ic.len() != shape.num_inputs {
         return mismatch("public inputs (IC points)", shape.num_inputs, srs.vk.ic.len());
     }
-    if srs.l.len() != num_aux {
-        return mismatch("L points (aux variables)", num_aux, srs.l.len());
+    if q.l != num_aux {
+        return mismatch("L points (aux variables)", num_aux, q.l);
     }
-    if srs.a.len() != shape.num_inputs + shape.a_aux {
-        return mismatch("A points", shape.num_inputs + shape.a_aux, srs.a.len());
+    if q.a != shape.num_inputs + shape.a_aux {
+        return mismatch("A points", shape.num_inputs + shape.a_aux, q.a);
     }
-    if srs.b_g1.len() != shape.b_inputs + shape.b_aux {
-        return mismatch("B points", shape.b_inputs + shape.b_aux, srs.b_g1.len());
+    if q.b_g1 != shape.b_inputs + shape.b_aux {
+        return mismatch("B points", shape.b_inputs + shape.b_aux, q.b_g1);
     }
-    if srs.b_g2.len() != srs.b_g1.len() {
-        return mismatch("B points in G2", srs.b_g1.len(), srs.b_g2.len());
+    if q.b_g2 != q.b_g1 {
+        return mismatch("B points in G2", q.b_g1, q.b_g2);
     }
     Ok(shape)
 }
@@ -272,6 +278,12 @@ impl ProverBackend for CpuProver {
 
     fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, _label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let start = Instant::now();
+        if srs.points_released() {
+            return Err(ProveError::Backend {
+                backend: self.name(),
+                message: format!("the host copy of {} was released (the GPUs hold it); the CPU cannot prove with it", srs.path.display()),
+            });
+        }
         let shape = check_shape(srs, &w)?;
         let mut t = ProveTimings::default();
         let ProvingAssignment { a_aux_density, b_input_density, b_aux_density, a, b, c, input_assignment, aux_assignment } = w;

@@ -83,9 +83,56 @@ pub struct Srs {
     /// From a generated setup whose trapdoor is known ([`crate::setup`]): proofs verify, but
     /// anyone with the seed can forge them. Never the ceremony's parameters.
     pub insecure: bool,
+    /// Unique to this load ([`Srs::next_id`]): backends key their copies by it, since the
+    /// point vectors' addresses change when they are released.
+    pub id: u64,
+    /// The query lengths as they were, once the host copies of h, l, a, b_g1 and b_g2 have been
+    /// released ([`Srs::release_points`]) by a backend that keeps them on every device; the
+    /// five vectors are empty from then on.
+    pub released: Option<QueryLens>,
+}
+
+/// The lengths of the five proving-key queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryLens {
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
 }
 
 impl Srs {
+    /// A fresh [`Srs::id`].
+    pub fn next_id() -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The queries' lengths, whether or not the host copies are still here.
+    pub fn query_lens(&self) -> QueryLens {
+        self.released.unwrap_or(QueryLens { h: self.h.len(), l: self.l.len(), a: self.a.len(), b_g1: self.b_g1.len(), b_g2: self.b_g2.len() })
+    }
+
+    /// Whether the host copies of the query points are gone (see [`Srs::release_points`]).
+    pub fn points_released(&self) -> bool {
+        self.released.is_some()
+    }
+
+    /// Free the host copies of the five query vectors (44 GiB for porep-32g), keeping the
+    /// verifying key and the lengths. Only for a backend that holds every point on every
+    /// device it proves on: nothing on the host can prove with these parameters afterwards
+    /// (the CPU prover refuses them).
+    pub fn release_points(&mut self) {
+        let lens = self.query_lens();
+        self.h = Vec::new();
+        self.l = Vec::new();
+        self.a = Vec::new();
+        self.b_g1 = Vec::new();
+        self.b_g2 = Vec::new();
+        self.released = Some(lens);
+    }
+
     /// Bytes of memory the decoded points occupy.
     pub fn resident_bytes(&self) -> u64 {
         let g1 = std::mem::size_of::<G1Affine>() as u64;
@@ -131,7 +178,7 @@ impl Srs {
         // load, but as what they are, so the engine never reports their proofs as verified.
         let synthetic = crate::srs_synthetic::synthetic_marker(path).exists();
         let insecure = insecure_marker(path).exists();
-        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into(), synthetic, insecure })
+        Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into(), synthetic, insecure, id: Srs::next_id(), released: None })
     }
 }
 
@@ -146,6 +193,9 @@ pub fn insecure_marker(params: &Path) -> PathBuf {
 /// Write `srs` as a bellperson `.params` file (the layout [`Srs::load`] reads: the verifying
 /// key, then h, l, a, b_g1, b_g2, each a big-endian u32 count and uncompressed points).
 pub fn write_params(srs: &Srs, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    if srs.points_released() {
+        return Err(std::io::Error::other("the parameters' host copy was released; nothing to write"));
+    }
     write_vk(&srs.vk, w)?;
     for (section, points) in [("h", &srs.h), ("l", &srs.l), ("a", &srs.a), ("b_g1", &srs.b_g1)] {
         write_points(w, section, points, |p| p.to_uncompressed().to_vec())?;

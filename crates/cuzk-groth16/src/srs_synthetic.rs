@@ -120,6 +120,8 @@ impl Srs {
             path,
             synthetic: true,
             insecure: false,
+            id: Srs::next_id(),
+            released: None,
         })
     }
 }

@@ -442,6 +442,20 @@ mod tests {
     /// Files whose checksums are right but whose structure is not (a bug in a writer, or a
     /// crafted file) are refused, not evaluated into a panic or a wrong assignment.
     #[test]
+    fn mapped_pages_given_back_are_read_again_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("small");
+        let pc = crate::extract(Small).unwrap();
+        save(&pc, &path, "small").unwrap();
+        let loaded = load(&path, "small").unwrap();
+        assert!(matches!(loaded.a.cols, Storage::Mapped { .. }), "a loaded cache file is mapped");
+        loaded.drop_mapped_pages();
+        assert_eq!(loaded, pc, "the matrices read back from the file after madvise(DONTNEED)");
+        pc.drop_mapped_pages(); // in-memory matrices: nothing to give back, nothing changes
+        assert_eq!(loaded, pc);
+    }
+
+    #[test]
     fn structurally_invalid_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad");

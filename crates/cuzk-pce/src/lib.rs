@@ -90,6 +90,16 @@ impl std::fmt::Display for PceStats {
 }
 
 impl PreCompiled {
+    /// Let the kernel take back the pages of matrices mapped from a cache file (7 GiB for
+    /// porep-32g) once a device holds its own copy: they leave this process's resident set
+    /// and are read from the file again if the host ever needs them (a CPU retry). Matrices
+    /// built in memory are not affected.
+    pub fn drop_mapped_pages(&self) {
+        self.a.drop_mapped_pages();
+        self.b.drop_mapped_pages();
+        self.c.drop_mapped_pages();
+    }
+
     /// Whether a witness of these lengths belongs to this circuit (or the circuit's shape
     /// depends on its values, which a Groth16 circuit must not).
     pub fn check_witness_len(&self, num_inputs: usize, num_aux: usize) -> Result<(), PceError> {

@@ -95,6 +95,19 @@ impl<T: bytemuck::Pod> Storage<T> {
         }
     }
 
+    /// Give a mapped section's pages back to the kernel: they leave this process's resident
+    /// set and are read from the file again (page cache first) on the next access. Owned
+    /// storage is left alone.
+    fn drop_mapped_pages(&self) {
+        if let Storage::Mapped { map, .. } = self {
+            // SAFETY: the map is read-only and shared with its file (Mmap::map), so DONTNEED
+            // only unmaps pages; the next read faults the same bytes back in from the file.
+            if let Err(e) = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) } {
+                tracing::debug!(error = %e, "madvise(DONTNEED) on a PCE cache map failed; its pages stay resident");
+            }
+        }
+    }
+
     /// Heap bytes held (a mapped section is counted too: its pages are resident once touched).
     fn bytes(&self) -> usize {
         match self {
@@ -150,6 +163,16 @@ pub struct Csr {
 }
 
 impl Csr {
+    /// See [`crate::PreCompiled::drop_mapped_pages`].
+    pub fn drop_mapped_pages(&self) {
+        match &self.row_ptr {
+            RowPtr::Narrow(p) => p.drop_mapped_pages(),
+            RowPtr::Wide(p) => p.drop_mapped_pages(),
+        }
+        self.cols.drop_mapped_pages();
+        self.coeff_idx.drop_mapped_pages();
+    }
+
     pub fn row_ptr(&self) -> RowPtrView<'_> {
         match &self.row_ptr {
             RowPtr::Narrow(p) => RowPtrView::U32(p.as_slice()),

@@ -502,7 +502,8 @@ impl Shared {
 /// leave the backend's device copies first.
 fn attach(srs: Arc<SrsCache>, memory: &Arc<MemoryBudget>, backend: &Arc<dyn ProverBackend>) -> Arc<SrsCache> {
     let backend = backend.clone();
-    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s));
+    let adopter = backend.clone();
+    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s), move |s| adopter.adopt_srs(s));
     srs
 }
 

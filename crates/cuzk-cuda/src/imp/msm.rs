@@ -4,7 +4,9 @@
 //! Small MSMs run on the CPU (blst): below [`MIN_GPU_MSM`] points the fixed cost of a device
 //! MSM (several launches, ~5 ms measured on an H200) is more than blst needs. It is also a
 //! guard: the first builds (device code with -G, see build.rs) hung on MSMs of 1–15 points,
-//! and tiny device MSMs have not been re-tested since. Every context keeps its host points.
+//! and tiny device MSMs have not been re-tested since. A context keeps its host points unless
+//! told to forget them (resident contexts whose host copy is released, which the prover only
+//! does when every query has at least MIN_GPU_MSM points).
 //!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
@@ -82,7 +84,7 @@ macro_rules! msm_context {
             /// on the CPU below [`MIN_GPU_MSM`] points; also the wall ms.
             pub fn run(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
                 let n = scalars.raw().1;
-                if n >= MIN_GPU_MSM {
+                if n >= MIN_GPU_MSM || self.host.is_null() {
                     return self.run_on_device(scalars);
                 }
                 let started = std::time::Instant::now();
@@ -102,6 +104,13 @@ macro_rules! msm_context {
                 // SAFETY: blstrs' projective type is repr(transparent) over blst's, and sppark's
                 // Jacobian result has blst's layout (X, Y, Z in Montgomery form).
                 Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms))
+            }
+
+            /// Never read the host points again (resident contexts only): small MSMs run on
+            /// the device too, and the host copy may be freed.
+            pub fn forget_host(&mut self) {
+                assert!(self.resident, "a streaming context reads its host points on every call");
+                self.host = std::ptr::null();
             }
 
             pub fn len(&self) -> usize {

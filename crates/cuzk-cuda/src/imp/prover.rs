@@ -65,11 +65,14 @@ pub struct CudaOptions {
     /// Evaluate PCE matrices on the device (a, b, c never on the host) when the caller
     /// offers them.
     pub device_matvec: bool,
+    /// Keep the host copy of parameters every device holds resident (see
+    /// [`ProverBackend::adopt_srs`]); false frees it.
+    pub keep_host_params: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { devices: vec![], workers_per_device: 2, residency: Residency::Auto, b_g2: B2Placement::Gpu, device_matvec: true }
+        CudaOptions { devices: vec![], workers_per_device: 2, residency: Residency::Auto, b_g2: B2Placement::Gpu, device_matvec: true, keep_host_params: false }
     }
 }
 
@@ -231,15 +234,11 @@ impl CudaProver {
         if let Some(s) = list.iter().find(|s| s.key == key) {
             return Ok(s.clone());
         }
-        let need = resident_size(srs, self.b_g2_on_gpu());
-        let resident = match self.options.residency {
-            Residency::Always => true,
-            Residency::Never => false,
-            Residency::Auto => {
-                let (free, _) = device::memory(gpu.info.index)?;
-                need + working_bytes + (1 << 30) < free
-            }
-        };
+        if srs.points_released() {
+            // adopt_srs put them on every device before releasing them; only a bug gets here.
+            return Err(CudaError::new(format!("{}: host copy released but the points are not on this device", srs.path.display())));
+        }
+        let resident = self.fits_resident(gpu, srs, working_bytes)?;
         if !resident {
             let mut pinned = self.pinned.lock();
             if !pinned.iter().any(|p| p.key == key) {
@@ -249,11 +248,61 @@ impl CudaProver {
         let started = Instant::now();
         tracing::debug!(device = gpu.info.ordinal, resident, "building MSM contexts");
         // SAFETY: streaming contexts point into `srs`; forget_srs drops them before the SRS.
-        let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, resident, self.b_g2_on_gpu())? });
+        let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, resident, self.b_g2_on_gpu(), true)? });
         tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), resident,
             gib = on.bytes() as f64 / (1u64 << 30) as f64, ms = started.elapsed().as_millis() as u64, "parameters set up on device");
         list.push(on.clone());
         Ok(on)
+    }
+
+    /// Whether `srs` goes resident on `gpu`, beside `working_bytes` of a proof's buffers.
+    fn fits_resident(&self, gpu: &Gpu, srs: &Srs, working_bytes: u64) -> Result<bool, CudaError> {
+        Ok(match self.options.residency {
+            Residency::Always => true,
+            Residency::Never => false,
+            Residency::Auto => {
+                let (free, _) = device::memory(gpu.info.index)?;
+                resident_size(srs, self.b_g2_on_gpu()) + working_bytes + (1 << 30) < free
+            }
+        })
+    }
+
+    /// Put `srs` resident on every device now, with contexts that never read the host copy,
+    /// and say whether that worked everywhere (then the caller may release the host copy).
+    /// Anything short of that leaves the devices as they were.
+    fn take_onto_devices(&self, srs: &Srs) -> Result<bool, CudaError> {
+        let q = srs.query_lens();
+        let small = [q.h, q.l, q.a, q.b_g1, q.b_g2].into_iter().any(|n| n > 0 && n < super::msm::MIN_GPU_MSM);
+        if small {
+            // Small queries run on the CPU from the host points (see msm.rs).
+            return Ok(false);
+        }
+        // A proof's device buffers, as the witness path needs them (the larger of the two).
+        let n = (q.h + 1) as u64;
+        let working = 3 * n * 32 + 2 * (srs.vk.ic.len() + q.l) as u64 * 32;
+        let mut built = Vec::with_capacity(self.gpus.len());
+        for gpu in &self.gpus {
+            let _device = gpu.lock.lock(false);
+            let key = SrsKey::of(srs);
+            if gpu.srs.lock().iter().any(|s| s.key == key) {
+                // Built by a proof already, with host reads allowed: not safe to release.
+                return Ok(false);
+            }
+            if !self.fits_resident(gpu, srs, working)? {
+                tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), "parameters do not fit resident; the host copy stays");
+                return Ok(false);
+            }
+            let started = Instant::now();
+            // SAFETY: resident contexts with keep_host false never read `srs` after this call.
+            let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, true, self.b_g2_on_gpu(), false)? });
+            tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), gib = on.bytes() as f64 / (1u64 << 30) as f64,
+                ms = started.elapsed().as_millis() as u64, "parameters set up on device (resident, host copy to be released)");
+            built.push(on);
+        }
+        for (gpu, on) in self.gpus.iter().zip(built) {
+            gpu.srs.lock().push(on);
+        }
+        Ok(true)
     }
 
     fn pce_on(&self, gpu: &Gpu, pc: &PreCompiled) -> Result<Arc<DevicePce>, CudaError> {
@@ -266,6 +315,9 @@ impl CudaProver {
         let p = Arc::new(DevicePce::upload(gpu.info.index, pc)?);
         tracing::info!(device = gpu.info.ordinal, gib = p.bytes() as f64 / (1u64 << 30) as f64,
             ms = started.elapsed().as_millis() as u64, "PCE matrices uploaded to device");
+        // The device has its copy; the host's mapped pages go back to the kernel (another
+        // device's upload, or a CPU retry, reads them from the file again).
+        pc.drop_mapped_pages();
         list.push((key, p.clone()));
         Ok(p)
     }
@@ -390,8 +442,12 @@ impl CudaProver {
     /// Try each device in order of load (at most two attempts), then the CPU.
     fn prove_with(&self, srs: &Srs, shape: &Shape, part: Partition, pc: Option<&PreCompiled>, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
+        // With the host copy of the parameters released the CPU cannot retry: a lone device
+        // gets the second attempt itself (transient faults, out-of-memory).
+        let cpu_can_retry = !srs.points_released();
+        let attempts: Vec<usize> = if order.len() == 1 && !cpu_can_retry { vec![order[0], order[0]] } else { order.iter().take(2).copied().collect() };
         let mut last_err = None;
-        for (attempt, &g) in order.iter().take(2).enumerate() {
+        for (attempt, &g) in attempts.iter().enumerate() {
             if attempt > 0 {
                 self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
             }
@@ -405,7 +461,7 @@ impl CudaProver {
                 }
             }
         }
-        if order.len() >= 2 {
+        if order.len() >= 2 || !cpu_can_retry {
             return Err(last_err.expect("at least one attempt was made"));
         }
         // One device only: the second attempt is the CPU.
@@ -481,6 +537,22 @@ impl ProverBackend for CudaProver {
                 }
             })
             .collect()
+    }
+
+    fn adopt_srs(&self, srs: &mut Srs) {
+        if self.options.keep_host_params || self.options.residency == Residency::Never || !self.b_g2_on_gpu() || srs.points_released() {
+            return;
+        }
+        match self.take_onto_devices(srs) {
+            Ok(true) => {
+                let freed = srs.resident_bytes();
+                srs.release_points();
+                tracing::info!(srs = %srs.path.display(), gib = (freed - srs.resident_bytes()) as f64 / (1u64 << 30) as f64,
+                    "host copy of the parameters released: every device holds them (gpus.keep_host_params = false)");
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(srs = %srs.path.display(), error = %e, "could not put the parameters on every device now; the host copy stays"),
+        }
     }
 
     fn forget_srs(&self, srs: &Srs) {

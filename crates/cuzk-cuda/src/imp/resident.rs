@@ -9,22 +9,18 @@ use super::error::{check, CudaError};
 use super::ffi;
 use super::msm::{MsmG1, MsmG2};
 
-/// Identifies one loaded SRS: its origin, where its points live and their counts. A reload
-/// of the same file is a different key (new addresses), so stale contexts are never reused.
+/// Identifies one loaded SRS: its origin and the id of that load. A reload of the same file
+/// is a different key (a new id), so stale contexts are never reused; releasing the host copy
+/// keeps the key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SrsKey {
     path: PathBuf,
-    h_ptr: usize,
-    lens: [usize; 5],
+    id: u64,
 }
 
 impl SrsKey {
     pub fn of(srs: &Srs) -> Self {
-        SrsKey {
-            path: srs.path.clone(),
-            h_ptr: srs.h.as_ptr() as usize,
-            lens: [srs.h.len(), srs.l.len(), srs.a.len(), srs.b_g1.len(), srs.b_g2.len()],
-        }
+        SrsKey { path: srs.path.clone(), id: srs.id }
     }
 }
 
@@ -42,15 +38,32 @@ impl SrsOnDevice {
     /// # Safety
     /// The contexts point into `srs` (streaming reads, and small MSMs on the CPU), which must
     /// outlive this value (the prover drops it in `forget_srs`, before the SRS goes).
-    pub unsafe fn build(index: usize, srs: &Srs, resident: bool, with_b_g2: bool) -> Result<Self, CudaError> {
+    ///
+    /// `keep_host` false (resident only): the contexts never read the host points again, so
+    /// the caller may release them ([`Srs::release_points`]); small MSMs then run on the
+    /// device too.
+    pub unsafe fn build(index: usize, srs: &Srs, resident: bool, with_b_g2: bool, keep_host: bool) -> Result<Self, CudaError> {
+        assert!(resident || keep_host, "streaming contexts read the host points on every call");
         let g1 = |p: &[blstrs::G1Affine]| -> Result<Option<MsmG1>, CudaError> {
             if p.is_empty() {
                 Ok(None)
             } else {
-                MsmG1::new(index, p, resident).map(Some)
+                let mut m = MsmG1::new(index, p, resident)?;
+                if !keep_host {
+                    m.forget_host();
+                }
+                Ok(Some(m))
             }
         };
-        let b_g2 = if with_b_g2 && !srs.b_g2.is_empty() { Some(MsmG2::new(index, &srs.b_g2, resident)?) } else { None };
+        let b_g2 = if with_b_g2 && !srs.b_g2.is_empty() {
+            let mut m = MsmG2::new(index, &srs.b_g2, resident)?;
+            if !keep_host {
+                m.forget_host();
+            }
+            Some(m)
+        } else {
+            None
+        };
         Ok(SrsOnDevice {
             key: SrsKey::of(srs),
             h: g1(&srs.h)?,
@@ -69,8 +82,9 @@ impl SrsOnDevice {
 
 /// Device bytes the five queries take when resident.
 pub(crate) fn resident_size(srs: &Srs, with_b_g2: bool) -> u64 {
-    let g1 = 96u64 * (srs.h.len() + srs.l.len() + srs.a.len() + srs.b_g1.len()) as u64;
-    g1 + if with_b_g2 { 192 * srs.b_g2.len() as u64 } else { 0 }
+    let q = srs.query_lens();
+    let g1 = 96u64 * (q.h + q.l + q.a + q.b_g1) as u64;
+    g1 + if with_b_g2 { 192 * q.b_g2 as u64 } else { 0 }
 }
 
 /// Host pages of one SRS locked for DMA (streaming mode); unlocked on drop.

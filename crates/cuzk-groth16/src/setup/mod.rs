@@ -243,7 +243,7 @@ pub fn assemble(
     let l = mul.g1(&l_scalars)?;
     tracing::info!(points = l.len(), secs = start.elapsed().as_secs_f64(), "setup: L query, done");
     debug_assert!(b_g2.iter().all(|p: &G2Affine| !bool::from(p.is_identity())));
-    Ok(Srs { vk, h, l, a, b_g1, b_g2, path, synthetic: false, insecure: true })
+    Ok(Srs { vk, h, l, a, b_g1, b_g2, path, synthetic: false, insecure: true, id: Srs::next_id(), released: None })
 }
 
 /// first · base^i for i < n, in parallel chunks.

@@ -1,0 +1,95 @@
+//! A backend that keeps its own copy of the parameters (as a GPU does on every device) may
+//! release the host copy when they are loaded (`ProverBackend::adopt_srs`). The engine must
+//! then count only what stays on the host, keep proving through that backend, hand the
+//! backend's copy back on eviction, and adopt again after a reload. The "device" here is a
+//! plain map on the host, so this runs in CI without a GPU; the CUDA backend's own release is
+//! covered by the GPU runs (every proof verified by the daemon).
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use blstrs::{G1Affine, G2Affine};
+use cuzk_core::scheduler::{AwaitOutcome, Phase, Scheduler};
+use cuzk_core::srs_cache::EvictOutcome;
+use cuzk_core::Config;
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
+use cuzk_filecoin::ProofKind;
+use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use parking_lot::Mutex;
+
+type Points = (Vec<G1Affine>, Vec<G1Affine>, Vec<G1Affine>, Vec<G1Affine>, Vec<G2Affine>);
+
+/// The CPU prover over points it took from each Srs at load time.
+#[derive(Default)]
+struct StashingBackend {
+    stash: Mutex<HashMap<u64, Arc<Points>>>,
+    adopted: Mutex<u32>,
+    forgotten: Mutex<u32>,
+}
+
+impl ProverBackend for StashingBackend {
+    fn name(&self) -> String {
+        "stash".into()
+    }
+
+    fn adopt_srs(&self, srs: &mut Srs) {
+        let points = (srs.h.clone(), srs.l.clone(), srs.a.clone(), srs.b_g1.clone(), srs.b_g2.clone());
+        self.stash.lock().insert(srs.id, Arc::new(points));
+        *self.adopted.lock() += 1;
+        srs.release_points();
+    }
+
+    fn forget_srs(&self, srs: &Srs) {
+        if self.stash.lock().remove(&srs.id).is_some() {
+            *self.forgotten.lock() += 1;
+        }
+    }
+
+    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+        assert!(srs.points_released(), "the engine proves with the released Srs");
+        // The host prover refuses released parameters, with a clear error.
+        let refused = CpuProver.prove(srs, w.clone(), rs, label).unwrap_err();
+        assert!(refused.to_string().contains("released"), "{refused}");
+        let points = self.stash.lock().get(&srs.id).cloned().expect("adopted before any job had it");
+        let (h, l, a, b_g1, b_g2) = (*points).clone();
+        let full = Srs { vk: srs.vk.clone(), h, l, a, b_g1, b_g2, path: srs.path.clone(), synthetic: srs.synthetic, insecure: srs.insecure, id: srs.id, released: None };
+        assert_eq!(full.query_lens(), srs.query_lens(), "the released Srs keeps its lengths");
+        CpuProver.prove(&full, w, rs, label)
+    }
+}
+
+fn prove_winning(s: &Scheduler, f: &common::Fixture) {
+    let job = s.submit("", None, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap().job_id;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let r = match rt.block_on(s.await_job(&job, Some(Duration::from_secs(600)))).unwrap() {
+        AwaitOutcome::Done(r) => r,
+        AwaitOutcome::TimedOut => panic!("WinningPoSt did not finish"),
+    };
+    assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
+}
+
+#[test]
+fn released_host_parameters_are_not_counted_and_the_backend_keeps_proving() {
+    let f = common::fixture();
+    let mut config = Config::default();
+    config.srs.param_dir = f.dir.join("params");
+    let backend = Arc::new(StashingBackend::default());
+    let s = Scheduler::start(config, Some(backend.clone() as Arc<dyn ProverBackend>)).unwrap();
+    prove_winning(&s, f);
+    assert_eq!(*backend.adopted.lock(), 1);
+    let circuit = cuzk_filecoin::CircuitId::parse("winning-2k").unwrap();
+    let resident = s.srs().resident();
+    let entry = resident.iter().find(|r| r.circuit == circuit).expect("winning-2k resident");
+    // Only the verifying key's IC points stay on the host (133 of them here, 12.8 kB), not the
+    // megabytes of query points.
+    assert!(entry.bytes < 1 << 16, "host bytes counted after release: {}", entry.bytes);
+    // Eviction hands the backend's copy back; the next job reloads and adopts again.
+    assert!(matches!(s.evict(&circuit.to_string()), Ok(EvictOutcome::Freed { .. })));
+    assert_eq!(*backend.forgotten.lock(), 1);
+    prove_winning(&s, f);
+    assert_eq!(*backend.adopted.lock(), 2);
+}
