@@ -54,15 +54,22 @@ pub fn build_summary() -> String {
 /// of the backend's CUDA devices when the backend is CUDA (seconds instead of minutes at
 /// 32 GiB), else the CPU.
 pub fn setup_engine(config: &Config, backend: &dyn ProverBackend) -> Arc<dyn FixedBaseMul> {
-    #[cfg(feature = "cuda")]
     if backend.name().starts_with("cuda") {
-        match cuzk_cuda::device::select(&config.gpus.devices) {
-            Ok(devices) if !devices.is_empty() => return Arc::new(cuzk_cuda::setup::CudaFixedBase::new(devices[0].index)),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "generated setup: no CUDA device for it, using the CPU"),
-        }
+        return fixed_base_engine(&config.gpus.devices);
     }
-    let _ = (config, backend);
+    Arc::new(CpuFixedBase::new())
+}
+
+/// The first of `devices` (CUDA ordinals; empty = any) when this build has CUDA and finds one,
+/// else the CPU: for the generated setup outside a daemon (`cuzk-bench gen-setup`).
+pub fn fixed_base_engine(devices: &[u32]) -> Arc<dyn FixedBaseMul> {
+    #[cfg(feature = "cuda")]
+    match cuzk_cuda::device::select(devices) {
+        Ok(found) if !found.is_empty() => return Arc::new(cuzk_cuda::setup::CudaFixedBase::new(found[0].index)),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "generated setup: no CUDA device for it, using the CPU"),
+    }
+    let _ = devices;
     Arc::new(CpuFixedBase::new())
 }
 
