@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::params::param_files;
-use cuzk_filecoin::CircuitId;
+use cuzk_filecoin::{CircuitId, ProofKind};
 use cuzk_groth16::setup::FixedBaseMul;
 use cuzk_groth16::srs::load_verifying_key;
 use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
@@ -67,6 +67,9 @@ pub struct SrsCache {
     generated: Option<GeneratedSource>,
     budget: OnceLock<Budget>,
     epoch: Instant,
+    /// Never evicted to make room for another load: the preloaded WinningPoSt and WindowPoSt
+    /// circuits, whose deadlines cannot wait for a reload (an explicit EvictSRS still works).
+    pinned: BTreeSet<CircuitId>,
 }
 
 /// Which circuits get generated (INSECURE) parameters, from which seed, and where their
@@ -110,7 +113,17 @@ pub enum EvictOutcome {
 
 impl SrsCache {
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
-        SrsCache { dir, check, records: None, slots: Mutex::new(BTreeMap::new()), synthetic: None, generated: None, budget: OnceLock::new(), epoch: Instant::now() }
+        SrsCache {
+            dir,
+            check,
+            records: None,
+            slots: Mutex::new(BTreeMap::new()),
+            synthetic: None,
+            generated: None,
+            budget: OnceLock::new(),
+            epoch: Instant::now(),
+            pinned: BTreeSet::new(),
+        }
     }
 
     /// Count every load against `memory` from now on; `forget` sees parameters evicted to
@@ -125,6 +138,13 @@ impl SrsCache {
     pub fn from_config(config: &Config, setup_engine: impl FnOnce() -> Arc<dyn FixedBaseMul>) -> Arc<Self> {
         let mut cache = Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into());
         cache.records = config.subgroup_record_dir();
+        cache.pinned = config
+            .srs
+            .preload
+            .iter()
+            .filter_map(|id| CircuitId::parse(id).ok())
+            .filter(|c| matches!(c.kind, ProofKind::WinningPost | ProofKind::WindowPostPartition))
+            .collect();
         // `validate` has checked the ids; an unparsable one here would be a bug upstream.
         let circuits: BTreeSet<CircuitId> = config.synthetic_circuits().unwrap_or_default().into_iter().collect();
         if !circuits.is_empty() {
@@ -249,14 +269,14 @@ impl SrsCache {
         }
     }
 
-    /// Evict the least recently used parameters that no job holds, other than `keep`'s.
-    /// Returns whether anything was freed.
+    /// Evict the least recently used parameters that no job holds, other than `keep`'s and
+    /// the pinned deadline circuits'. Returns whether anything was freed.
     fn evict_least_recently_used(&self, keep: CircuitId, forget: &(dyn Fn(&Srs) + Send + Sync)) -> bool {
         let mut idle: Vec<(u64, CircuitId)> = {
             let slots = self.slots.lock();
             slots
                 .iter()
-                .filter(|(c, _)| **c != keep)
+                .filter(|(c, _)| **c != keep && !self.pinned.contains(c))
                 .filter_map(|(c, slot)| {
                     let guard = slot.try_lock()?;
                     let l = guard.as_ref()?;

@@ -81,3 +81,34 @@ fn a_preload_that_can_never_fit_is_refused() {
     assert!(st.memory_resident > st.resident_srs[0].bytes, "the preloaded matrices are counted too");
     s.shutdown(Duration::from_secs(10));
 }
+
+#[test]
+fn preloaded_deadline_circuits_are_never_evicted_to_make_room() {
+    let f = common::fixture();
+    let params = f.dir.join("params");
+    let porep = file_len(&params, "v28-stacked-proof-of-replication");
+    let snap = file_len(&params, "v28-empty-sector-update");
+    // Room for PoRep's or SnapDeals' parameters and matrices beside WinningPoSt's (PoRep:
+    // 1.1 GB + 152 MB of matrices; SnapDeals 656 + 96 MB; WinningPoSt < 60 MB), never for
+    // PoRep's and SnapDeals' together. Preloads hold no working sets.
+    let budget = porep + snap / 2 + (300 << 20);
+    let mut config = cuzk_core::Config::default();
+    config.srs.param_dir = params.clone();
+    config.memory.budget_bytes = budget;
+    config.srs.preload = vec!["winning-2k".into()];
+    let s = Scheduler::start(config, None).unwrap();
+    let winning = cuzk_filecoin::CircuitId::parse("winning-2k").unwrap();
+    let load_id = |s: &Scheduler| s.srs().get(winning).unwrap().0.srs.id;
+    s.preload("winning-2k").unwrap();
+    let first = load_id(&s);
+    // Oldest and idle, WinningPoSt's parameters would be the first to go; pinned, PoRep's go.
+    s.preload("porep-2k").unwrap();
+    s.preload("snap-2k").unwrap();
+    let resident: Vec<String> = s.status().resident_srs.iter().map(|r| r.circuit.to_string()).collect();
+    assert!(!resident.contains(&"porep-2k".to_string()), "the load had to make room: {resident:?}");
+    assert!(resident.contains(&"snap-2k".to_string()) && resident.contains(&"winning-2k".to_string()), "{resident:?}");
+    assert_eq!(load_id(&s), first, "WinningPoSt's parameters were never evicted and reloaded");
+    // An operator's explicit eviction still works.
+    assert!(matches!(s.evict("winning-2k"), Ok(cuzk_core::srs_cache::EvictOutcome::Freed { .. })));
+    s.shutdown(Duration::from_secs(10));
+}
