@@ -40,7 +40,9 @@ pub struct DaemonConfig {
     pub max_message_bytes: usize,
     /// Submits decoded and split into partitions at once (each can briefly hold its message
     /// two or three times over: up to 256 MiB each); a submit that finds no slot within
-    /// 10 s is RESOURCE_EXHAUSTED.
+    /// 10 s is RESOURCE_EXHAUSTED. Also how many SubmitProof/Prove messages are received at
+    /// once, before tonic reads them (a call waiting longer than 30 s for that is
+    /// RESOURCE_EXHAUSTED with its message unread).
     pub max_concurrent_decodes: usize,
     /// Where the daemon keeps what it learns about the parameters (subgroup-check records,
     /// the PCE cache by default), so the parameter directory may be read-only. Empty: see

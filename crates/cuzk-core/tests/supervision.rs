@@ -122,3 +122,37 @@ fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
     assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
     s.shutdown(Duration::from_secs(60));
 }
+
+/// A backend whose every device was lost to a sticky error (what `CudaProver::usable` reports
+/// then): the scheduler says so, and the daemon exits non-zero on it (cuzk-daemon's main).
+struct LostBackend;
+
+impl cuzk_groth16::ProverBackend for LostBackend {
+    fn name(&self) -> String {
+        "lost".into()
+    }
+
+    fn prove(
+        &self,
+        _srs: &cuzk_groth16::Srs,
+        _w: cuzk_groth16::ProvingAssignment,
+        _rs: cuzk_groth16::Randomness,
+        _label: &cuzk_groth16::WorkLabel,
+    ) -> Result<(cuzk_groth16::Proof, cuzk_groth16::ProveTimings), cuzk_groth16::ProveError> {
+        Err(cuzk_groth16::ProveError::Backend { backend: self.name(), message: "every device lost".into() })
+    }
+
+    fn usable(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn the_scheduler_reports_a_backend_that_can_never_prove_again() {
+    let cpu = scheduler();
+    assert!(cpu.backend_usable(), "the CPU backend is always usable");
+    cpu.shutdown(Duration::from_secs(5));
+    let lost = Scheduler::start(config(), Some(Arc::new(LostBackend))).unwrap();
+    assert!(!lost.backend_usable());
+    lost.shutdown(Duration::from_secs(5));
+}

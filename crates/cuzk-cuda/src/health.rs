@@ -2,6 +2,10 @@
 //! a card fallen off the bus) stops being the first choice for every partition. After
 //! `TRIP_AFTER` consecutive failed attempts the device is benched for a while (doubling on
 //! each new trip, up to a cap) and partitions go to the others; one success resets it.
+//! A *sticky* error is different: the CUDA context is corrupt and every later call on that
+//! device fails until the process restarts, so the device is taken out of service for good
+//! ([`DeviceHealth::mark_lost`]), and with none left the daemon exits non-zero for systemd
+//! to restart it. Out-of-memory and bad arguments are not sticky: retry later.
 //! Pure logic, no CUDA: compiled and tested on every build.
 
 use std::time::{Duration, Instant};
@@ -13,8 +17,28 @@ pub const TRIP_AFTER: u32 = 3;
 const FIRST_BENCH: Duration = Duration::from_secs(30);
 const MAX_BENCH: Duration = Duration::from_secs(600);
 
+/// Whether a glue error code (sppark's: minus the `cudaError_t`) means the device's context
+/// is corrupt for the rest of the process: illegal address or instruction, a kernel that
+/// faulted or hit the watchdog, an uncorrectable ECC error. These are CUDA's "sticky" errors.
+pub fn is_sticky(code: i32) -> bool {
+    const STICKY: [i32; 9] = [
+        214, // cudaErrorECCUncorrectable
+        700, // cudaErrorIllegalAddress
+        702, // cudaErrorLaunchTimeout
+        714, // cudaErrorHardwareStackError
+        715, // cudaErrorIllegalInstruction
+        716, // cudaErrorMisalignedAddress
+        717, // cudaErrorInvalidAddressSpace
+        718, // cudaErrorInvalidPc
+        719, // cudaErrorLaunchFailure
+    ];
+    code < 0 && STICKY.contains(&-code)
+}
+
 #[derive(Debug, Default)]
 struct State {
+    /// A sticky error was seen: out of service until the process restarts.
+    lost: bool,
     consecutive_failures: u32,
     benched_until: Option<Instant>,
     /// How long the next trip benches the device.
@@ -28,7 +52,18 @@ pub struct DeviceHealth {
 
 impl DeviceHealth {
     pub fn record_success(&self) {
-        *self.state.lock() = State::default();
+        let mut s = self.state.lock();
+        let lost = s.lost;
+        *s = State { lost, ..State::default() };
+    }
+
+    /// Out of service for the rest of the process (a sticky error).
+    pub fn mark_lost(&self) {
+        self.state.lock().lost = true;
+    }
+
+    pub fn is_lost(&self) -> bool {
+        self.state.lock().lost
     }
 
     /// Count a failed attempt; returns the bench time if this failure tripped the breaker.
@@ -47,7 +82,8 @@ impl DeviceHealth {
 
     /// Whether the device should be offered work now.
     pub fn available(&self, now: Instant) -> bool {
-        self.state.lock().benched_until.map_or(true, |until| now >= until)
+        let s = self.state.lock();
+        !s.lost && s.benched_until.map_or(true, |until| now >= until)
     }
 }
 
@@ -78,6 +114,22 @@ mod tests {
         h.record_failure(t1);
         h.record_failure(t1);
         assert_eq!(h.record_failure(t1), Some(FIRST_BENCH), "the back-off restarts after a success");
+    }
+
+    #[test]
+    fn sticky_errors_are_told_from_the_others_and_a_lost_device_stays_lost() {
+        assert!(is_sticky(-700) && is_sticky(-719) && is_sticky(-214));
+        // Out of memory (cudaErrorMemoryAllocation = 2), invalid value (1), the glue's own
+        // codes and success are not.
+        for code in [-2, -1, -100001, -100002, -100003, 0, 700] {
+            assert!(!is_sticky(code), "{code}");
+        }
+        let h = DeviceHealth::default();
+        let now = Instant::now();
+        h.mark_lost();
+        assert!(h.is_lost() && !h.available(now));
+        h.record_success();
+        assert!(h.is_lost() && !h.available(now + MAX_BENCH * 2), "nothing brings a lost device back");
     }
 
     #[test]

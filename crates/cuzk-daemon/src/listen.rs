@@ -12,6 +12,7 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
 use crate::auth::{Checked, Tokens};
+use crate::receive_gate::{ReceiveGate, RECEIVE_WAIT};
 use crate::service::Service;
 
 /// Where the gRPC server listens, parsed from `daemon.listen`.
@@ -75,13 +76,16 @@ impl GrpcListener {
         self,
         service: Service,
         max_message_bytes: usize,
+        receive_slots: usize,
         tokens: Tokens,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<()> {
         let svc = ProvingEngineServer::new(service)
             .max_decoding_message_size(max_message_bytes)
             .max_encoding_message_size(max_message_bytes);
-        let router = tonic::transport::Server::builder().add_service(Checked::new(svc, tokens));
+        // Authentication first, so that a caller without the token never takes a receiving slot.
+        let gated = ReceiveGate::new(svc, receive_slots, RECEIVE_WAIT);
+        let router = tonic::transport::Server::builder().add_service(Checked::new(gated, tokens));
         match self.inner {
             Inner::Unix(l) => router.serve_with_incoming_shutdown(UnixListenerStream::new(l), shutdown).await,
             Inner::Tcp(l) => router.serve_with_incoming_shutdown(TcpListenerStream::new(l), shutdown).await,

@@ -6,6 +6,7 @@
 mod auth;
 mod http;
 mod listen;
+mod receive_gate;
 mod service;
 mod systemd;
 
@@ -183,7 +184,7 @@ async fn run(config: Config) -> Result<()> {
     if !tokens.is_empty() {
         tracing::info!("gRPC calls need a bearer token (daemon.auth_token / daemon.admin_token)");
     }
-    let mut grpc_task = tokio::spawn(grpc.serve(service, daemon.max_message_bytes, tokens, stopped()));
+    let mut grpc_task = tokio::spawn(grpc.serve(service, daemon.max_message_bytes, daemon.max_concurrent_decodes, tokens, stopped()));
 
     let mut http_task = None;
     if !daemon.http_listen.is_empty() {
@@ -204,11 +205,20 @@ async fn run(config: Config) -> Result<()> {
         systemd::ready(total, failed);
     });
 
-    // Run until a signal, or until the gRPC server fails on its own.
+    // Run until a signal, until the gRPC server fails on its own, or until no device is left.
     let mut failure = None;
+    let backend_lost = {
+        let s = scheduler.clone();
+        until_false(move || s.backend_usable(), BACKEND_CHECK)
+    };
     tokio::select! {
         _ = sigterm.recv() => tracing::info!("SIGTERM received: shutting down"),
         _ = sigint.recv() => tracing::info!("SIGINT received: shutting down"),
+        _ = backend_lost => {
+            let e = anyhow::anyhow!("every GPU is out of service after a sticky CUDA error; exiting non-zero so that systemd restarts the daemon");
+            tracing::error!("{e:#}");
+            failure = Some(e);
+        }
         r = &mut grpc_task => {
             let e = match r {
                 Ok(Ok(())) => anyhow::anyhow!("gRPC server stopped unexpectedly"),
@@ -253,6 +263,20 @@ async fn run(config: Config) -> Result<()> {
     // Dropping the guard removes the socket file (and logs it).
     drop(socket);
     failure.map_or(Ok(()), Err)
+}
+
+/// How often the daemon checks that its backend can still prove.
+const BACKEND_CHECK: Duration = Duration::from_secs(2);
+
+/// Resolves once `check` returns false, asking every `every`.
+async fn until_false(check: impl Fn() -> bool, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        if !check() {
+            return;
+        }
+    }
 }
 
 /// Load `srs.preload` circuits one after another on a blocking thread; failures are logged
@@ -343,6 +367,17 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let config = Config::from_toml(&text, &path).unwrap();
         assert_eq!(config, Config::default());
+    }
+
+    #[tokio::test]
+    async fn the_backend_check_resolves_once_the_backend_is_unusable() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let calls = std::sync::Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        // Usable for three checks, then lost.
+        let check = move || c.fetch_add(1, Ordering::SeqCst) < 3;
+        tokio::time::timeout(Duration::from_secs(10), until_false(check, Duration::from_millis(5))).await.expect("resolved");
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
     }
 
     #[test]

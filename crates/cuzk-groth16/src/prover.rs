@@ -99,6 +99,12 @@ pub trait ProverBackend: Send + Sync {
     /// These parameters are going away (evicted): drop any copy the backend keeps of them.
     fn forget_srs(&self, _srs: &Srs) {}
 
+    /// False once the backend can never prove again in this process (every GPU lost to a
+    /// sticky error): the daemon then exits non-zero so that its supervisor restarts it.
+    fn usable(&self) -> bool {
+        true
+    }
+
     /// Parameters just loaded, before any job has them. A backend that copies every point to
     /// every device it proves on may do so now and release the host copy
     /// ([`Srs::release_points`]); the host then keeps only the verifying key and the lengths.

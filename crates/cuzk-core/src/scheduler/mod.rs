@@ -352,6 +352,12 @@ impl Scheduler {
         Ok(self.shared.srs.evict_with(id, |srs| backend.forget_srs(srs)))
     }
 
+    /// Whether the backend can still prove (false: every GPU lost; see
+    /// `ProverBackend::usable`).
+    pub fn backend_usable(&self) -> bool {
+        self.shared.backend.usable()
+    }
+
     pub fn status(&self) -> StatusSnapshot {
         let sh = &self.shared;
         let jobs: Vec<Arc<Job>> = sh.jobs.lock().values().cloned().collect();

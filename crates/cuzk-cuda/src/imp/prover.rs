@@ -414,7 +414,10 @@ impl CudaProver {
             }
             Err(e) => {
                 gpu.failures.fetch_add(1, Ordering::Relaxed);
-                if let Some(bench) = gpu.health.record_failure(Instant::now()) {
+                if crate::health::is_sticky(e.code) {
+                    gpu.health.mark_lost();
+                    tracing::error!(device = gpu.info.ordinal, error = %e, "sticky CUDA error: the device is out of service until the daemon restarts");
+                } else if let Some(bench) = gpu.health.record_failure(Instant::now()) {
                     tracing::error!(device = gpu.info.ordinal, seconds = bench.as_secs(), "device keeps failing: benched");
                 }
                 if let Some(h) = pending_b_g2 {
@@ -442,27 +445,35 @@ impl CudaProver {
     /// Try each device in order of load (at most two attempts), then the CPU.
     fn prove_with(&self, srs: &Srs, shape: &Shape, part: Partition, pc: Option<&PreCompiled>, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
+        // device_order counted its first choice as taken; each attempt below counts its own.
+        self.gpus[order[0]].active.fetch_sub(1, Ordering::Relaxed);
+        // Lost devices (a sticky error) are never tried again.
+        let live: Vec<usize> = order.into_iter().filter(|&g| !self.gpus[g].health.is_lost()).collect();
+        if live.is_empty() {
+            return Err(ProveError::Backend { backend: self.name(), message: "every CUDA device is out of service after a sticky error".into() });
+        }
         // With the host copy of the parameters released the CPU cannot retry: a lone device
         // gets the second attempt itself (transient faults, out-of-memory).
         let cpu_can_retry = !srs.points_released();
-        let attempts: Vec<usize> = if order.len() == 1 && !cpu_can_retry { vec![order[0], order[0]] } else { order.iter().take(2).copied().collect() };
+        let attempts: Vec<usize> = if live.len() == 1 && !cpu_can_retry { vec![live[0], live[0]] } else { live.iter().take(2).copied().collect() };
         let mut last_err = None;
-        for (attempt, &g) in attempts.iter().enumerate() {
-            if attempt > 0 {
-                self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
+        for &g in &attempts {
+            if self.gpus[g].health.is_lost() {
+                continue; // lost during the first attempt
             }
+            self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
             match self.start_on(g, srs, shape, part.work(pc), label) {
                 Ok(phase) => return Ok(self.finish(srs, phase, rs)),
                 Err(e) => {
                     // One retry: on the next device, or on the CPU when there is one device.
-                    let retry = attempt == 0;
+                    let retry = last_err.is_none();
                     tracing::error!(device = self.gpus[g].info.ordinal, error = %e, retry, "partition failed on device");
                     last_err = Some(e);
                 }
             }
         }
-        if order.len() >= 2 || !cpu_can_retry {
-            return Err(last_err.expect("at least one attempt was made"));
+        if live.len() >= 2 || !cpu_can_retry {
+            return Err(last_err.unwrap_or_else(|| ProveError::Backend { backend: self.name(), message: "the device was lost".into() }));
         }
         // One device only: the second attempt is the CPU.
         tracing::warn!("retrying the partition on the CPU backend");
@@ -537,6 +548,10 @@ impl ProverBackend for CudaProver {
                 }
             })
             .collect()
+    }
+
+    fn usable(&self) -> bool {
+        self.gpus.iter().any(|g| !g.health.is_lost())
     }
 
     fn adopt_srs(&self, srs: &mut Srs) {
