@@ -15,6 +15,8 @@
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
 #                                          (synthetic inputs and parameters: nothing verifies)
+#   scripts/bench-h200.sh BIN_DIR scale32  GPUS=2: the PoRep stream on 1 device (N1=8), then on
+#                                          all GPUS (N=16, J=4), and the scaling ratio (issue #16)
 #   scripts/bench-h200.sh BIN_DIR peer-params   consistent 32 GiB inputs and the generated setup
 #                                          as a .params file, for vs-peer (run it just before)
 #   scripts/bench-h200.sh BIN_DIR vs-peer  filecoin-proofs + SupraSeal, one verified proof, then
@@ -77,6 +79,28 @@ case "$mode" in
         ours device-matvec 5 3 "${D1:-200}"
         ours host-matvec 2 2 "${D2:-130}" 'device_matvec = false'
         ;;
+    scale32)
+        # Issue #16 on a host with GPUS devices (default 2): the verified 32 GiB PoRep stream on
+        # device 0 alone (N1 proofs), then on all of them (N proofs), every core of the host
+        # for both (TP_CPUS unset), and the scaling ratio of the steady states.
+        n_gpus=${GPUS:-2}
+        export TP_CPUS="${SCALE_CPUS:-}"
+        gpu_keys='devices = [0]'
+        ours scale-1gpu "${N1:-8}" "${J1:-2}" "${D1:-250}" "" "${SIZE:-32GiB}"
+        gpu_keys="devices = [$(seq -s ', ' 0 $((n_gpus - 1)))]"
+        ours "scale-${n_gpus}gpu" "${N:-16}" "${J:-4}" "${D0:-280}" "" "${SIZE:-32GiB}"
+        python3 - "$out/ours-scale-1gpu.log" "$out/ours-scale-${n_gpus}gpu.log" "$n_gpus" <<'PY'
+import re, sys
+def steady(path):
+    m = re.findall(r"steady state ([0-9.]+) s/proof", open(path).read())
+    return float(m[-1]) if m else None
+one, many, n = steady(sys.argv[1]), steady(sys.argv[2]), int(sys.argv[3])
+if one and many:
+    print(f"scaling: {one:.2f} s/proof on 1 device, {many:.2f} s/proof on {n}: {one / many:.2f}x (ideal {n}x)")
+else:
+    print(f"scaling: no steady state in one of the runs (1 device: {one}, {n} devices: {many})")
+PY
+        ;;
     peer-params)
         # For vs-peer, on the same machine right after (nothing survives a returned machine):
         # the consistent 32 GiB inputs, and the generated setup as a .params file for the peer.
@@ -101,5 +125,5 @@ case "$mode" in
         rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
-    *) echo "mode: porep32, porep64, post32, snap32, deadline32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
+    *) echo "mode: porep32, porep64, post32, snap32, deadline32, scale32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
 esac

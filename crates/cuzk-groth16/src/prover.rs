@@ -80,6 +80,10 @@ pub struct ProveTimings {
     pub total: Duration,
 }
 
+/// The engine's memory budget as a backend sees it: `bytes` more, now or not at all (None);
+/// the guard holds them until dropped.
+pub type HostMemory = Box<dyn Fn(u64) -> Option<Box<dyn std::any::Any + Send>> + Send + Sync>;
+
 /// A prover backend turns one synthesized partition into one proof.
 pub trait ProverBackend: Send + Sync {
     fn name(&self) -> String;
@@ -98,6 +102,10 @@ pub trait ProverBackend: Send + Sync {
 
     /// These parameters are going away (evicted): drop any copy the backend keeps of them.
     fn forget_srs(&self, _srs: &Srs) {}
+
+    /// The engine's budget, for host memory beyond a partition's share (a GPU backend's
+    /// retry on the CPU). Called once, when the engine starts.
+    fn attach_host_memory(&self, _reserve: HostMemory) {}
 
     /// False once the backend can never prove again in this process (every GPU lost to a
     /// sticky error): the daemon then exits non-zero so that its supervisor restarts it.

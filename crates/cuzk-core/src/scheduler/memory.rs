@@ -319,6 +319,18 @@ impl MemoryBudget {
         }
     }
 
+    /// Extra bytes for a prover beyond its share (a GPU backend retrying a partition on the
+    /// CPU, which builds a, b, c on the host), only if they fit now: never waits, since a
+    /// waiting prover could wait on itself.
+    pub fn try_reserve_proving(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+        let mut s = self.state.lock();
+        if s.total() + bytes > self.limit {
+            return None;
+        }
+        s.add(Stage::Proving, bytes);
+        Some(Reservation { budget: self.clone(), bytes, stage: Stage::Proving })
+    }
+
     /// A prover's share for one partition. Never waits (see the module comment); the
     /// headroom kept by [`MemoryBudget::reserve_waiting`] is what makes room for it.
     pub fn reserve_proving(self: &Arc<Self>, bytes: u64) -> Reservation {
@@ -358,6 +370,18 @@ mod tests {
 
     fn est(waiting: u64, proving: u64) -> Estimate {
         Estimate { waiting, proving }
+    }
+
+    #[test]
+    fn extra_prover_bytes_are_reserved_only_when_they_fit_now() {
+        let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
+        let held = b.try_reserve_resident(50).unwrap();
+        let extra = b.try_reserve_proving(40).expect("90 of 100");
+        assert!(b.try_reserve_proving(20).is_none(), "110 of 100: refused, not waited for");
+        drop(extra);
+        assert!(b.try_reserve_proving(50).is_some(), "released bytes are available again");
+        drop(held);
+        assert_eq!(b.used(), 0);
     }
 
     #[test]

@@ -157,6 +157,9 @@ impl Scheduler {
         // The deadline lane's prover needs its headroom like any other.
         let lane = config.pipeline.deadline_lane;
         let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + usize::from(lane));
+        // A GPU backend's retry on the CPU asks for its a, b, c here, now or not at all.
+        let budget = memory.clone();
+        backend.attach_host_memory(Box::new(move |bytes| budget.try_reserve_proving(bytes).map(|r| Box::new(r) as Box<dyn std::any::Any + Send>)));
         let started = Instant::now();
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use blstrs::{G2Projective, Scalar as Fr};
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
 use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
-use cuzk_groth16::{CompactFrVec, CpuProver, DeviceReport, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::{CompactFrVec, CpuProver, DeviceReport, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
@@ -117,6 +117,8 @@ pub struct CudaProver {
     pinned: Mutex<Vec<PinnedSrs>>,
     cpu: CpuProver,
     next: AtomicUsize,
+    /// The engine's budget, asked before a retry on the CPU builds a, b, c on the host.
+    host_memory: std::sync::OnceLock<HostMemory>,
 }
 
 /// What the device-exclusive region produced; [`CudaProver::finish`] turns it into a proof.
@@ -201,7 +203,7 @@ impl CudaProver {
                 health: DeviceHealth::default(),
             })
             .collect();
-        Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0) })
+        Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0), host_memory: std::sync::OnceLock::new() })
     }
 
     pub fn device_infos(&self) -> Vec<DeviceInfo> {
@@ -475,8 +477,24 @@ impl CudaProver {
         if live.len() >= 2 || !cpu_can_retry {
             return Err(last_err.unwrap_or_else(|| ProveError::Backend { backend: self.name(), message: "the device was lost".into() }));
         }
-        // One device only: the second attempt is the CPU.
-        tracing::warn!("retrying the partition on the CPU backend");
+        // One device only: the second attempt is the CPU, which builds a, b, c (and the full
+        // witness) on the host: only with room for them in the engine's budget.
+        let q = srs.query_lens();
+        let need = 96 * shape.domain.n as u64 + 64 * q.l as u64;
+        let _room = match self.host_memory.get() {
+            None => None,
+            Some(reserve) => match reserve(need) {
+                Some(guard) => Some(guard),
+                None => {
+                    let device = last_err.map(|e| e.to_string()).unwrap_or_default();
+                    return Err(ProveError::Backend {
+                        backend: "cpu".into(),
+                        message: format!("{device}; a retry on the CPU needs {} MiB that the memory budget does not have now", need >> 20),
+                    });
+                }
+            },
+        };
+        tracing::warn!(mib = need >> 20, "retrying the partition on the CPU backend");
         let cpu_error = |e: cuzk_pce::PceError| ProveError::Backend { backend: "cpu".into(), message: e.to_string() };
         let w = match (part, pc) {
             (Partition::Assignment(w), None) => w,
@@ -552,6 +570,10 @@ impl ProverBackend for CudaProver {
 
     fn usable(&self) -> bool {
         self.gpus.iter().any(|g| !g.health.is_lost())
+    }
+
+    fn attach_host_memory(&self, reserve: HostMemory) {
+        let _ = self.host_memory.set(reserve);
     }
 
     fn adopt_srs(&self, srs: &mut Srs) {
