@@ -55,12 +55,27 @@ struct Budget {
 
 type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
 
+/// How often a caller queued behind another's load rechecks whether that load waits.
+const SLOT_POLL: Duration = Duration::from_millis(200);
+
+/// Runs its closure when dropped (also while unwinding).
+struct Finally<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Finally<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+
 pub struct SrsCache {
     dir: PathBuf,
     check: SubgroupCheck,
     /// Where subgroup-check records go (the state directory); none = beside the files.
     records: Option<PathBuf>,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
+    /// Circuits whose load is waiting for other jobs to free memory (not working): callers
+    /// queued behind such a load on its slot are waiting too, not stuck.
+    waiting_for_memory: Mutex<BTreeSet<CircuitId>>,
     /// Set when `srs.synthetic` lists circuits.
     synthetic: Option<SyntheticSource>,
     /// Set when `srs.generated` lists circuits.
@@ -118,6 +133,7 @@ impl SrsCache {
             check,
             records: None,
             slots: Mutex::new(BTreeMap::new()),
+            waiting_for_memory: Mutex::new(BTreeSet::new()),
             synthetic: None,
             generated: None,
             budget: OnceLock::new(),
@@ -183,20 +199,34 @@ impl SrsCache {
     /// A load that finds no room in the budget, even after evicting idle parameters, is
     /// refused at once ([`SrsCache::get_or_wait`] waits instead).
     pub fn get(&self, circuit: CircuitId) -> Result<(Arc<LoadedSrs>, bool), EngineError> {
-        self.get_or_wait(circuit, || true)
+        self.get_or_wait(circuit, || true, |_| {})
     }
 
     /// Like [`SrsCache::get`], but when other jobs' parameters fill the budget, waits for them
     /// to be released until `give_up()` (checked every 200 ms and whenever memory is freed).
-    pub fn get_or_wait(&self, circuit: CircuitId, give_up: impl Fn() -> bool) -> Result<(Arc<LoadedSrs>, bool), EngineError> {
+    /// `waiting(true)` is called when the caller starts waiting on others (for memory, or
+    /// behind another caller's load that waits for memory) and `waiting(false)` when it works
+    /// again: the watchdog times work, never such waits.
+    pub fn get_or_wait(
+        &self,
+        circuit: CircuitId,
+        give_up: impl Fn() -> bool,
+        waiting: impl Fn(bool),
+    ) -> Result<(Arc<LoadedSrs>, bool), EngineError> {
         let slot = self.slots.lock().entry(circuit).or_default().clone();
-        let mut guard = slot.lock();
+        let mut guard = loop {
+            if let Some(g) = slot.try_lock_for(SLOT_POLL) {
+                break g;
+            }
+            waiting(self.waiting_for_memory.lock().contains(&circuit));
+        };
+        waiting(false);
         if let Some(loaded) = guard.as_ref() {
             loaded.last_used.store(self.now(), Ordering::Relaxed);
             return Ok((loaded.clone(), false));
         }
         // Under this circuit's slot lock: concurrent first uses wait for this one reservation.
-        let memory = self.reserve(circuit, &give_up)?;
+        let memory = self.reserve(circuit, &give_up, &waiting)?;
         let loaded = Arc::new(self.load(circuit, memory)?);
         *guard = Some(loaded.clone());
         Ok((loaded, true))
@@ -240,9 +270,14 @@ impl SrsCache {
 
     /// Room for a load of `circuit` in the budget (None without one): evicting idle
     /// parameters, least recently used first, then waiting for jobs to release theirs.
-    fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool) -> Result<Option<Reservation>, EngineError> {
+    fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool, waiting: &impl Fn(bool)) -> Result<Option<Reservation>, EngineError> {
         let Some(budget) = self.budget.get() else { return Ok(None) };
         let need = self.load_bytes(circuit)?;
+        // Whatever way the loop ends, the circuit is no longer waiting and the caller works.
+        let _done = Finally(|| {
+            self.waiting_for_memory.lock().remove(&circuit);
+            waiting(false);
+        });
         loop {
             if let Some(r) = budget.memory.try_reserve_resident(need) {
                 return Ok(Some(r));
@@ -265,6 +300,8 @@ impl SrsCache {
                     if nothing_will_free { " and nothing can be evicted (memory.budget_bytes)" } else { "" }
                 )));
             }
+            self.waiting_for_memory.lock().insert(circuit);
+            waiting(true);
             budget.memory.wait_for_release(Duration::from_millis(200));
         }
     }

@@ -156,3 +156,36 @@ fn the_scheduler_reports_a_backend_that_can_never_prove_again() {
     assert!(!lost.backend_usable());
     lost.shutdown(Duration::from_secs(5));
 }
+
+/// A parameter load that waits for other jobs to free memory is waiting, not stalled: the
+/// watchdog leaves it alone however long the wait lasts (here more than two stall timeouts),
+/// and it loads and proves once the memory is freed. Before, the wait counted as work, and a
+/// load queued behind long jobs was failed as "no progress".
+#[test]
+fn a_parameter_load_waiting_for_memory_is_not_a_stall() {
+    let f = common::fixture();
+    let mut config = config();
+    config.pipeline.stall_timeout_secs = 8;
+    let s = Scheduler::start(config, None).unwrap();
+    // The work of a first use (loading, extracting the PCE matrices) happens here, untimed;
+    // the matrices stay in memory after the parameters are evicted.
+    s.preload("winning-2k").unwrap();
+    assert!(matches!(s.evict("winning-2k"), Ok(cuzk_core::srs_cache::EvictOutcome::Freed { .. })));
+
+    // Other work in flight holds the rest of the budget (a partition's proving reservation,
+    // which its end will release): the load finds no room and nothing idle to evict, so it waits.
+    let budget = s.memory();
+    let in_flight = budget.reserve_proving(budget.limit() - budget.used());
+    let job = s.submit("supervision-waits-for-memory", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let early = rt.block_on(s.await_job(&job.job_id, Some(Duration::from_secs(20)))).unwrap();
+    if let AwaitOutcome::Done(r) = early {
+        panic!("the waiting load ended while memory was still held: {:?} {:?}", r.phase, r.error);
+    }
+
+    drop(in_flight);
+    let r = wait(&s, &job.job_id).expect("the load never went on after the memory was freed");
+    assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
+    s.shutdown(Duration::from_secs(60));
+}

@@ -212,6 +212,11 @@ impl Scheduler {
         &self.shared.srs
     }
 
+    /// The one memory budget every load and partition reserves from.
+    pub fn memory(&self) -> &Arc<MemoryBudget> {
+        &self.shared.memory
+    }
+
     /// Validate, split and enqueue a request. Blocking (decodes the payload and builds the
     /// circuits): call it off the async executor.
     ///

@@ -6,8 +6,9 @@
 //! message naming the stage, AwaitProof and Prove return, and the job's queued partitions
 //! are dropped; if the stage ever returns, its worker finds the job ended and goes on.
 //!
-//! Time a partition legitimately spends waiting (for its memory reservation) is not timed:
-//! only stages that do work are. A job whose partitions wait in the queue behind other work
+//! Time a partition legitimately spends waiting is not timed: for its memory reservation, or
+//! in a parameter load that waits for other jobs to free memory (also when it is queued
+//! behind another partition's such load). Only stages that do work are. A job whose partitions wait in the queue behind other work
 //! is not stalled either; it has no worker, so it is not watched until one takes it.
 
 use std::cell::Cell;

@@ -108,7 +108,14 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
     // never what keeps them waiting.
     stage.set(Stage::SrsLoad.name());
     let srs_start = Instant::now();
-    let (srs, loaded_now) = match sh.srs.get_or_wait(job.circuit, || job.is_cancelled_or_done()) {
+    let waiting = |idle: bool| {
+        if idle {
+            stage.wait("parameter load: waiting for memory");
+        } else if stage.get() != Stage::SrsLoad.name() {
+            stage.set(Stage::SrsLoad.name());
+        }
+    };
+    let (srs, loaded_now) = match sh.srs.get_or_wait(job.circuit, || job.is_cancelled_or_done(), waiting) {
         Ok(s) => s,
         Err(e) => return fail(sh, &job, &e),
     };
