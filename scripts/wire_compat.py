@@ -132,12 +132,8 @@ def run(args):
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
-        if target.startswith("unix:") and not args.raw_authority:
-            # grpcio >= 1.57 sends the %-encoded socket path as :authority on unix sockets
-            # (grpc/grpc#38142); the daemon's HTTP/2 stack (hyper's h2) rejects that as a
-            # malformed authority with RST_STREAM PROTOCOL_ERROR (hyperium/h2#487). grpc-go,
-            # which Curio uses, sends "localhost"; do the same.
-            options.append(("grpc.default_authority", "localhost"))
+        # On unix sockets grpcio sends its default :authority, the %-encoded socket path
+        # (grpc/grpc#38142), unlike grpc-go's "localhost": the daemon must accept it.
         with grpc.insecure_channel(target, options=options) as channel:
             try:
                 grpc.channel_ready_future(channel).result(timeout=args.connect_timeout)
@@ -192,9 +188,6 @@ def main():
                    help="the 2 KiB fixture set's directory (manifest.json)")
     p.add_argument("--proto-root", default=DEFAULT_PROTO_ROOT,
                    help="directory holding cuzk/v1/proving.proto")
-    p.add_argument("--raw-authority", action="store_true",
-                   help="on unix sockets, keep grpcio's default :authority (the %%-encoded path) "
-                        "instead of sending \"localhost\" as grpc-go does")
     p.add_argument("--connect-timeout", type=float, default=30.0, help="seconds to wait for the channel")
     p.add_argument("--prove-timeout", type=float, default=900.0, help="deadline of the Prove call, seconds")
     args = p.parse_args()

@@ -1,6 +1,6 @@
 //! The gRPC listener: `unix:///path/to.sock` (parent directory created, a stale socket
-//! replaced, mode 0660, the file removed again on shutdown) or a TCP `host:port`, and the
-//! tonic server on it with the configured message-size limits.
+//! replaced, mode 0660, the file removed again on shutdown; any `:authority` accepted) or a TCP
+//! `host:port`, and the tonic server on it with the configured message-size limits.
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -10,10 +10,12 @@ use anyhow::{bail, Context, Result};
 use cuzk_proto::server::ProvingEngineServer;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tokio_stream::StreamExt;
 
 use crate::auth::{Checked, Tokens};
 use crate::receive_gate::{ReceiveGate, RECEIVE_WAIT};
 use crate::service::Service;
+use crate::unix_authority::AuthorityFix;
 
 /// Where the gRPC server listens, parsed from `daemon.listen`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +89,11 @@ impl GrpcListener {
         let gated = ReceiveGate::new(svc, receive_slots, RECEIVE_WAIT);
         let router = tonic::transport::Server::builder().add_service(Checked::new(gated, tokens));
         match self.inner {
-            Inner::Unix(l) => router.serve_with_incoming_shutdown(UnixListenerStream::new(l), shutdown).await,
+            // Any :authority is accepted on the unix socket (unix_authority.rs).
+            Inner::Unix(l) => {
+                let incoming = UnixListenerStream::new(l).map(|c| c.map(AuthorityFix::new));
+                router.serve_with_incoming_shutdown(incoming, shutdown).await
+            }
             Inner::Tcp(l) => router.serve_with_incoming_shutdown(TcpListenerStream::new(l), shutdown).await,
         }
         .with_context(|| format!("gRPC server on {}", self.description))

@@ -9,6 +9,7 @@ mod listen;
 mod receive_gate;
 mod service;
 mod systemd;
+mod unix_authority;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
