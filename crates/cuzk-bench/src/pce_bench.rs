@@ -28,10 +28,13 @@ pub struct Args {
     /// `gen-synthetic`); needs no parameters or matrices.
     #[arg(long)]
     witness_c1: Option<std::path::PathBuf>,
+    /// Like --witness-c1, for a `gen-consistent` directory of any proof kind (e.g. snap-32g).
+    #[arg(long, conflicts_with = "witness_c1")]
+    witness_inputs: Option<std::path::PathBuf>,
     /// Registered proof number of --witness-c1 (Go abi: 8 = 32 GiB v1.1).
     #[arg(long, default_value_t = 8)]
     registered_proof: u64,
-    /// Partitions of --witness-c1 to time.
+    /// Partitions of --witness-c1 / --witness-inputs to time.
     #[arg(long, default_value_t = 1)]
     partitions: usize,
     /// With --witness-c1: skip the run through storage-proofs' gadgets (the reference the
@@ -40,25 +43,34 @@ pub struct Args {
     no_reference: bool,
 }
 
-/// Witness generation alone for a C1 file of any size: wall time and the process's CPU time
-/// per partition (CPU time counts every thread, so it shows whether a partition used more
-/// than one core).
-fn witness_only(c1: &std::path::Path, registered_proof: u64, count: usize, reference: bool) -> anyhow::Result<()> {
-    let req = cuzk_filecoin::ProofRequest {
+/// The request of a PoRep C1 file.
+fn c1_request(c1: &std::path::Path, registered_proof: u64) -> anyhow::Result<cuzk_filecoin::ProofRequest> {
+    Ok(cuzk_filecoin::ProofRequest {
         kind: Some(ProofKind::PoRepSealCommit),
         registered_proof,
         sector_number: 1,
         vanilla_proof: std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?,
         ..Default::default()
-    };
-    let (job, prepare_time) = timed(|| prepare(&req));
+    })
+}
+
+/// The request of a `gen-consistent` directory.
+fn inputs_request(dir: &std::path::Path) -> anyhow::Result<cuzk_filecoin::ProofRequest> {
+    cuzk_filecoin::fixtures::consistent::inputs::InputSet::load(dir)?.request(dir)
+}
+
+/// Witness generation alone for a request of any size: wall time and the process's CPU time
+/// per partition (CPU time counts every thread, so it shows whether a partition used more
+/// than one core).
+fn witness_only(req: &cuzk_filecoin::ProofRequest, count: usize, reference: bool) -> anyhow::Result<()> {
+    let (job, prepare_time) = timed(|| prepare(req));
     let job = job?;
-    let gadget_job = prepare(&req)?;
-    let compact_job = prepare(&req)?;
+    let gadget_job = prepare(req)?;
+    let compact_job = prepare(req)?;
     eprintln!("{}: {} partitions, prepared in {}", job.circuit_id, job.partitions.len(), secs(prepare_time));
     // Each partition three times: through every gadget of the circuit (storage-proofs'
     // synthesis, witness only) and natively (PoRep labels computed without the SHA-256
-    // gadget), both into plain vectors grown as values come, and checked equal; then the way
+    // gadget, and the Merkle paths' hashes), both into plain vectors grown as values come, and checked equal; then the way
     // the engine does it — native, aux compact (2 bits per 0/1 value), sized from the first
     // run — plus the expansion the prover stage does before proving.
     let mut t = table(&["partition", "witness", "wall", "CPU (all threads)", "inputs / aux", "aux held"]);
@@ -164,7 +176,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         return extract_only(&args.extract_only);
     }
     if let Some(c1) = &args.witness_c1 {
-        return witness_only(c1, args.registered_proof, args.partitions, !args.no_reference);
+        return witness_only(&c1_request(c1, args.registered_proof)?, args.partitions, !args.no_reference);
+    }
+    if let Some(dir) = &args.witness_inputs {
+        return witness_only(&inputs_request(dir)?, args.partitions, !args.no_reference);
     }
     let dir = &args.fixtures.dir;
     let manifest = crate::fixtures::run(dir)?;

@@ -1,5 +1,6 @@
 //! SnapDeals (empty sector update): bincode `PartitionProof` vanilla proofs + comm_r_old /
-//! comm_r_new / comm_d_new → one EmptySectorUpdate circuit per partition.
+//! comm_r_new / comm_d_new → one EmptySectorUpdate circuit per partition, with its native
+//! witness (`native_witness::snap`).
 
 use filecoin_hashers::Domain;
 use filecoin_proofs::constants::DefaultPieceDomain;
@@ -9,9 +10,10 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
+use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
 
-use super::{bincode_error, circuit_error, Partition};
+use super::native_witness::snap::SnapInputs;
+use super::{bincode_error, circuit_error, Partition, WithNativeWitness};
 use crate::error::InputError;
 use crate::request::{commitment, ProofRequest};
 
@@ -22,7 +24,7 @@ pub(super) fn prepare(registered: RegisteredUpdateProof, req: &ProofRequest) -> 
 
 /// SnapDeals is only defined over Poseidon trees; `with_shape!` hands us a generic shape, so
 /// re-spell it with the update's hasher (the same type for every real shape).
-type SnapTree<Tree> = storage_proofs_core::merkle::LCTree<
+pub(crate) type SnapTree<Tree> = storage_proofs_core::merkle::LCTree<
     TreeRHasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,
@@ -33,6 +35,21 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
     registered: RegisteredUpdateProof,
     req: &ProofRequest,
 ) -> Result<Vec<Partition>, InputError> {
+    circuits::<Tree>(registered, req)?
+        .into_iter()
+        .map(|(k, circuit, inputs)| {
+            let native = SnapInputs::new(&circuit).map_err(|reason| InputError::Invalid { what: "SnapDeals partition circuit", reason })?;
+            Ok(Partition { index: k, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs: inputs })
+        })
+        .collect()
+}
+
+/// Each partition's index, storage-proofs-update's circuit and its public inputs.
+#[allow(clippy::type_complexity)]
+pub(crate) fn circuits<Tree: 'static + MerkleTreeTrait>(
+    registered: RegisteredUpdateProof,
+    req: &ProofRequest,
+) -> Result<Vec<(usize, EmptySectorUpdateCircuit<SnapTree<Tree>>, Vec<blstrs::Scalar>)>, InputError> {
     let field = |name: &'static str, bytes: &[u8]| -> Result<[u8; 32], InputError> { commitment(name, bytes) };
     let comm_r_old = field("comm_r_old", &req.comm_r_old)?;
     let comm_r_new = field("comm_r_new", &req.comm_r_new)?;
@@ -109,7 +126,7 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
                 Some(k),
             )
             .map_err(circuit_error("SnapDeals public inputs"))?;
-            Ok(Partition { index: k, circuit: Box::new(circuit), public_inputs: inputs })
+            Ok((k, circuit, inputs))
         })
         .collect()
 }

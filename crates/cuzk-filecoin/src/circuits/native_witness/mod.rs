@@ -13,6 +13,7 @@
 //!
 //! * [`porep`] — a StackedDRG (PoRep C2) partition; its inputs come from `porep_inputs`.
 //! * [`post`] — a FallbackPoSt (WinningPoSt, WindowPoSt) partition.
+//! * [`snap`] — a SnapDeals (EmptySectorUpdate) partition.
 //! * this file — what both share: bits, packing, and the two Merkle path walkers.
 //!
 //! Only a witness-only constraint system ([`WitnessCs`]) can take this path — the native
@@ -28,6 +29,7 @@ mod porep_inputs;
 mod poseidon;
 pub(crate) mod post;
 mod sha256;
+pub(crate) mod snap;
 
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;

@@ -87,3 +87,60 @@ fn post_equals_the_circuit_on_the_fixture_sector() {
         }
     }
 }
+
+#[test]
+fn snap_equals_the_circuit_on_the_fixture_update() {
+    let (dir, manifest) = crate::fixtures::test_inputs();
+    let req = crate::fixtures::requests::request(dir, manifest, ProofKind::SnapDealsUpdate).unwrap();
+    let (a, b) = (crate::prepare(&req).unwrap(), crate::prepare(&req).unwrap());
+    assert!(!a.partitions.is_empty());
+    for (p, q) in a.partitions.into_iter().zip(b.partitions) {
+        let what = format!("SnapDeals fixture partition {}", p.index);
+        assert_same_witness(p, q, &what);
+    }
+}
+
+/// Partition 0 of a generated update of `registered`, cut to its first `challenges`
+/// challenges (the circuit's challenge count with it: partition 0's first challenges are the
+/// same whatever the count): (native, gadgets).
+fn snap_partition_cut<Tree: 'static + MerkleTreeTrait>(registered: filecoin_proofs_api::RegisteredUpdateProof, challenges: usize) -> (Partition, Partition) {
+    use crate::circuits::snap::circuits;
+    use crate::circuits::WithNativeWitness;
+    use crate::fixtures::consistent::snap::{consistent_snap, go_abi_number};
+    use crate::request::ProofRequest;
+
+    let snap = consistent_snap(registered, 7).unwrap();
+    let req = ProofRequest {
+        kind: Some(ProofKind::SnapDealsUpdate),
+        registered_proof: go_abi_number(registered).unwrap(),
+        comm_r_old: snap.comm_r_old.to_vec(),
+        comm_r_new: snap.comm_r_new.to_vec(),
+        comm_d_new: snap.comm_d_new.to_vec(),
+        vanilla_proofs: snap.vanilla_proofs.clone(),
+        ..Default::default()
+    };
+    let partition_0 = || {
+        let (k, mut circuit, _) = circuits::<Tree>(registered, &req).unwrap().into_iter().next().unwrap();
+        assert_eq!(k, 0);
+        circuit.pub_params.challenge_count = challenges;
+        circuit.priv_inputs.challenge_proofs.truncate(challenges);
+        circuit
+    };
+    let circuit = partition_0();
+    let native = crate::circuits::native_witness::snap::SnapInputs::new(&circuit).unwrap();
+    (
+        Partition { index: 0, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs: vec![] },
+        Partition { index: 0, circuit: Box::new(partition_0()), public_inputs: vec![] },
+    )
+}
+
+#[test]
+fn snap_equals_the_circuit_on_32g_and_64g_challenges() {
+    // The real tree shapes (32 GiB: sub-trees; 64 GiB: sub- and top-trees), tree D depths,
+    // apex trees and h values; two challenges, so that one digest gives both.
+    use filecoin_proofs_api::RegisteredUpdateProof;
+    let (p, q) = snap_partition_cut::<SectorShape32GiB>(RegisteredUpdateProof::StackedDrg32GiBV1, 2);
+    assert_same_witness(p, q, "SnapDeals 32 GiB, two challenges");
+    let (p, q) = snap_partition_cut::<SectorShape64GiB>(RegisteredUpdateProof::StackedDrg64GiBV1, 2);
+    assert_same_witness(p, q, "SnapDeals 64 GiB, two challenges");
+}
