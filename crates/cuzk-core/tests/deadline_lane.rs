@@ -1,7 +1,8 @@
 //! The deadline lane (CPU backend, 2 KiB work): a WinningPoSt or WindowPoSt submitted while
 //! every general prover worker is stuck in PoRep partitions, with more PoRep queued behind,
 //! is proved, verified and returned anyway — by the lane's own workers — and the PoRep work
-//! completes once it may. Without the lane the same WinningPoSt waits for the PoRep.
+//! completes once it may. Nor does a parameter load that hangs, or a backlog of 100 PoRep
+//! jobs, hold the lane up. Without the lane the same WinningPoSt waits for the PoRep.
 
 mod common;
 
@@ -121,4 +122,40 @@ fn without_the_lane_a_winning_post_waits_for_the_porep() {
     assert_verified(&wait(&s, &job, Duration::from_secs(300)).unwrap(), ProofKind::WinningPost);
     assert_verified(&wait(&s, &porep[0], Duration::from_secs(900)).unwrap(), ProofKind::PoRepSealCommit);
     s.shutdown(Duration::from_secs(30));
+}
+
+/// Nothing on the general side holds the lane up: not a parameter load that hangs (the
+/// general synthesis worker is stuck loading PoRep's parameters, with their cache slot
+/// locked), nor a backlog of 100 PoRep jobs queued behind it. The deadline proofs are made,
+/// verified and returned while every PoRep job is still waiting; then cancel ends them all.
+#[test]
+fn deadline_proofs_pass_a_hung_parameter_load_and_100_queued_porep_jobs() {
+    use cuzk_core::faults::{self, Action, Stage};
+    let backend = Arc::new(GatedProver::default());
+    let s = scheduler(true, backend.clone());
+    let loading = "deadline-lane-porep-load";
+    faults::arm(Stage::SrsLoad, loading, Action::Hold);
+    let mut porep = vec![s.submit(loading, None, fixture_request(ProofKind::PoRepSealCommit)).unwrap().job_id];
+    while faults::is_armed(Stage::SrsLoad, loading) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    porep.extend((0..100).map(|i| s.submit(&format!("porep-backlog-{i}"), None, fixture_request(ProofKind::PoRepSealCommit)).unwrap().job_id));
+
+    for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
+        let job = s.submit(kind.name(), None, fixture_request(kind)).unwrap().job_id;
+        let r = wait(&s, &job, Duration::from_secs(300)).unwrap_or_else(|| panic!("{kind:?} waited behind the PoRep load or backlog"));
+        assert_verified(&r, kind);
+    }
+    assert!(porep.iter().all(|j| s.job(j).unwrap().phase() != Phase::Completed), "no PoRep job could have run");
+    assert_eq!(backend.held.load(Ordering::SeqCst), 0, "no PoRep partition reached the prover");
+
+    for job in &porep {
+        let phase = s.job(job).unwrap().phase();
+        assert!(matches!(phase, Phase::Queued | Phase::Running), "{job} ended before its cancel: {phase:?}");
+        s.cancel(job).unwrap();
+    }
+    faults::release(Stage::SrsLoad, loading);
+    backend.open();
+    s.shutdown(Duration::from_secs(60));
+    assert!(porep.iter().all(|j| s.job(j).unwrap().phase() == Phase::Cancelled));
 }
