@@ -83,7 +83,8 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapInputs<TreeR> {
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
-        if challenges.len() != pp.challenge_count || private.apex_leafs.len() != pp.apex_leaf_count {
+        let apex_ok = pp.apex_leaf_count.is_power_of_two() && private.apex_leafs.len() == pp.apex_leaf_count;
+        if challenges.is_empty() || challenges.len() != pp.challenge_count || !apex_ok {
             return Err(format!(
                 "{} challenge proofs and {} apex leaves, expected {} and {}",
                 challenges.len(),
