@@ -125,18 +125,35 @@ impl CompactFrVec {
         }
     }
 
+    /// Room for `values` more values, `stored` of them neither 0 nor 1, without regrowing
+    /// (each regrowth copies what is held so far and faults in fresh pages).
+    pub fn reserve_exact(&mut self, values: usize, stored: usize) {
+        let words = (self.len + values).div_ceil(PER_WORD).saturating_sub(self.tags.len());
+        self.tags.reserve_exact(words);
+        self.others.reserve_exact(stored);
+    }
+
     /// Append `other`'s values (for constraint systems that `extend`).
     pub fn append(&mut self, other: &CompactFrVec) {
-        if self.len % PER_WORD == 0 {
-            // Word-aligned: the tags and the others concatenate as they are.
+        let slot = self.len % PER_WORD;
+        if slot == 0 {
+            // Word-aligned: the tags concatenate as they are.
             self.tags.extend_from_slice(&other.tags);
-            self.others.extend_from_slice(&other.others);
-            self.len += other.len;
         } else {
-            for v in other.iter() {
-                self.push(v);
+            // Each of `other`'s words straddles two of ours: its low tags fill our last word
+            // from `slot` on, its high tags start the next one.
+            let shift = 2 * slot as u32;
+            self.tags.reserve(other.tags.len());
+            for &w in &other.tags {
+                *self.tags.last_mut().expect("a partly filled last word") |= w << shift;
+                self.tags.push(w >> (64 - shift));
             }
+            // `other`'s unused high tags are zero, so a last word pushed past the end is empty;
+            // drop it (`push_tag` opens a word only when the previous one is full).
+            self.tags.truncate((self.len + other.len).div_ceil(PER_WORD));
         }
+        self.others.extend_from_slice(&other.others);
+        self.len += other.len;
     }
 
     /// The values in order.
@@ -275,13 +292,20 @@ mod tests {
 
     #[test]
     fn append_matches_pushing_aligned_or_not() {
-        for (a, b) in [(0, 5), (32, 40), (7, 100), (33, 0), (64, 64)] {
-            let (x, y) = (mixed(a, 1), mixed(b, 2));
-            let mut c = CompactFrVec::from_slice(&x);
-            c.append(&CompactFrVec::from_slice(&y));
-            let whole: Vec<Fr> = x.iter().chain(&y).copied().collect();
-            assert_eq!(c, CompactFrVec::from_slice(&whole), "{a} + {b}");
-            assert_eq!(c.to_vec(), whole);
+        // Every offset within a word on both sides, lengths that end a word exactly or just
+        // past it, and values pushed after the append (a stray empty word would misplace them).
+        let lens = [0, 1, 5, 7, 25, 26, 31, 32, 33, 40, 63, 64, 65, 100];
+        for a in lens {
+            for b in lens {
+                let (x, y, z) = (mixed(a, 1), mixed(b, 2), mixed(3, 3));
+                let mut c = CompactFrVec::from_slice(&x);
+                c.reserve_exact(b + z.len(), b + z.len());
+                c.append(&CompactFrVec::from_slice(&y));
+                c.extend_from_slice(&z);
+                let whole: Vec<Fr> = x.iter().chain(&y).chain(&z).copied().collect();
+                assert_eq!(c, CompactFrVec::from_slice(&whole), "{a} + {b}");
+                assert_eq!(c.to_vec(), whole);
+            }
         }
     }
 }

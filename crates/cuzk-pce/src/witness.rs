@@ -29,6 +29,12 @@ pub trait AuxValues: Default + Clone + Send {
     }
     fn len(&self) -> usize;
     fn append(&mut self, other: &Self);
+    /// Room for `copies` more runs of what this holds now (witness code that synthesizes many
+    /// items of one layout reserves for the rest after the first), so nothing is regrown:
+    /// each regrowth copies everything held so far and faults in fresh pages.
+    fn reserve_repeats(&mut self, copies: usize);
+    /// Room to append all of `parts` without regrowing.
+    fn reserve_for_parts(&mut self, parts: &[&Self]);
 }
 
 impl AuxValues for Vec<Fr> {
@@ -43,6 +49,12 @@ impl AuxValues for Vec<Fr> {
     }
     fn append(&mut self, other: &Self) {
         self.extend_from_slice(other)
+    }
+    fn reserve_repeats(&mut self, copies: usize) {
+        self.reserve_exact(self.len() * copies)
+    }
+    fn reserve_for_parts(&mut self, parts: &[&Self]) {
+        self.reserve_exact(parts.iter().map(|p| p.len()).sum())
     }
 }
 
@@ -61,6 +73,13 @@ impl AuxValues for CompactFrVec {
     }
     fn append(&mut self, other: &Self) {
         CompactFrVec::append(self, other)
+    }
+    fn reserve_repeats(&mut self, copies: usize) {
+        CompactFrVec::reserve_exact(self, self.len() * copies, self.num_others() * copies)
+    }
+    fn reserve_for_parts(&mut self, parts: &[&Self]) {
+        let (values, stored) = parts.iter().fold((0, 0), |(v, s), p| (v + p.len(), s + p.num_others()));
+        CompactFrVec::reserve_exact(self, values, stored)
     }
 }
 
@@ -82,6 +101,19 @@ impl<S: AuxValues> WitnessCs<S> {
         let mut cs = WitnessCs { inputs: Vec::with_capacity(inputs.max(1)), aux: S::with_capacity(aux) };
         cs.inputs.push(Fr::ONE);
         cs
+    }
+
+    /// Room for `copies` more runs of what this holds beyond its ONE (see
+    /// [`AuxValues::reserve_repeats`]).
+    pub fn reserve_repeats(&mut self, copies: usize) {
+        self.inputs.reserve_exact(self.inputs.len().saturating_sub(1) * copies);
+        self.aux.reserve_repeats(copies);
+    }
+
+    /// Room to `extend` by all of `parts` without regrowing.
+    pub fn reserve_for_parts(&mut self, parts: &[Self]) {
+        self.inputs.reserve_exact(parts.iter().map(|p| p.inputs.len().saturating_sub(1)).sum());
+        self.aux.reserve_for_parts(&parts.iter().map(|p| &p.aux).collect::<Vec<_>>());
     }
 }
 

@@ -33,8 +33,9 @@ pub(crate) mod snap;
 
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
-use bellpepper_core::SynthesisError;
+use bellpepper_core::{ConstraintSystem, SynthesisError};
 use bellperson::gadgets::multipack;
+use rayon::prelude::*;
 use blstrs::Scalar as Fr;
 use cuzk_pce::{AuxValues, WitnessCs};
 use ff::PrimeField;
@@ -54,6 +55,38 @@ impl<S: AuxValues> BitSink for WitnessCs<S> {
     fn bit(&mut self, value: bool) {
         self.aux.push_bit(value);
     }
+}
+
+/// Synthesizes `items` in parallel, a chunk per thread, each chunk into its own witness, and
+/// appends the chunks to `cs` in item order. Every item has one layout, so a chunk reserves
+/// room for all its items once the first is done, and `cs` reserves for all chunks before
+/// appending: no vector is regrown on the way. Regrowing copied everything held so far and
+/// faulted in fresh pages, about half the CPU time of a 2349-sector WindowPoSt witness
+/// (`perf` of `cuzk-bench pce-bench --witness-inputs`, BENCHMARKS).
+pub(crate) fn synthesize_in_chunks<T: Sync, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    items: &[T],
+    each: impl Fn(&mut WitnessCs<S>, &T) -> Result<(), SynthesisError> + Sync,
+) -> Result<(), SynthesisError> {
+    let chunk = items.len().div_ceil(rayon::current_num_threads()).max(1);
+    let parts = items
+        .par_chunks(chunk)
+        .map(|items| {
+            let mut part = WitnessCs::<S>::new_with_one();
+            for (i, item) in items.iter().enumerate() {
+                each(&mut part, item)?;
+                if i == 0 {
+                    part.reserve_repeats(items.len() - 1);
+                }
+            }
+            Ok(part)
+        })
+        .collect::<Result<Vec<_>, SynthesisError>>()?;
+    cs.reserve_for_parts(&parts);
+    for part in &parts {
+        cs.extend(part);
+    }
+    Ok(())
 }
 
 /// `PoRCircuit` for tree D (binary, SHA-256, no sub- or top-trees; the path private), with

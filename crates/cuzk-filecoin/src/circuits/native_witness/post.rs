@@ -8,12 +8,11 @@
 //! into its own system, and appended in order — the same witness as one sequential pass.
 
 use bellpepper_core::num::AllocatedNum;
-use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellpepper_core::SynthesisError;
 use blstrs::Scalar as Fr;
 use cuzk_pce::{AuxValues, WitnessCs};
 use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_hashers::{Hasher, PoseidonArity};
-use rayon::prelude::*;
 use storage_proofs_core::gadgets::constraint;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoStCircuit};
@@ -79,22 +78,7 @@ impl<Tree: 'static + MerkleTreeTrait> NativeWitness for PostInputs<Tree> {
 }
 
 fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(cs: &mut WitnessCs<S>, inputs: PostInputs<Tree>) -> Result<(), SynthesisError> {
-    let chunk = inputs.sectors.len().div_ceil(rayon::current_num_threads()).max(1);
-    let parts = inputs
-        .sectors
-        .par_chunks(chunk)
-        .map(|sectors| {
-            let mut part = WitnessCs::<S>::new_with_one();
-            for sector in sectors {
-                synthesize_sector::<Tree, S>(&mut part, sector)?;
-            }
-            Ok(part)
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    for part in &parts {
-        cs.extend(part);
-    }
-    Ok(())
+    super::synthesize_in_chunks(cs, &inputs.sectors, synthesize_sector::<Tree, S>)
 }
 
 fn synthesize_sector<Tree: MerkleTreeTrait, S: AuxValues>(cs: &mut WitnessCs<S>, sector: &SectorInputs) -> Result<(), SynthesisError> {

@@ -15,14 +15,13 @@
 
 use bellpepper_core::boolean::{field_into_allocated_bits_le, AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
-use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellpepper_core::SynthesisError;
 use bellperson::gadgets::multipack::pack_bits;
 use blstrs::Scalar as Fr;
 use cuzk_pce::{AuxValues, WitnessCs};
 use ff::{Field, PrimeField, PrimeFieldBits};
 use filecoin_hashers::{HashFunction, Hasher, PoseidonArity};
 use neptune::circuit::poseidon_hash;
-use rayon::prelude::*;
 use storage_proofs_core::gadgets::insertion::{insert, select};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::circuit::EmptySectorUpdateCircuit;
@@ -195,21 +194,9 @@ fn synthesize_witness<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>, S: AuxValues
     let shared = Shared { partition_bits, h_select_bits, hs, phi, root_r_old, root_r_new, apex_leaves };
     let layout = (inputs.challenge_bit_len, inputs.partition_bit_len, inputs.apex_leaf_bit_len);
     let work: Vec<(Vec<AllocatedBit>, ChallengeInputs)> = generated.into_iter().zip(inputs.challenges).collect();
-    let chunk = work.len().div_ceil(rayon::current_num_threads()).max(1);
-    let parts = work
-        .par_chunks(chunk)
-        .map(|challenges| {
-            let mut part = WitnessCs::<S>::new_with_one();
-            for (bits, challenge) in challenges {
-                synthesize_challenge::<TreeR, S>(&mut part, bits, challenge, &shared, layout)?;
-            }
-            Ok(part)
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
-    for part in &parts {
-        cs.extend(part);
-    }
-    Ok(())
+    super::synthesize_in_chunks(cs, &work, |part, (bits, challenge)| {
+        synthesize_challenge::<TreeR, S>(part, bits, challenge, &shared, layout)
+    })
 }
 
 fn synthesize_challenge<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>, S: AuxValues>(
