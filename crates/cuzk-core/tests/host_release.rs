@@ -3,7 +3,9 @@
 //! then count only what stays on the host, keep proving through that backend, hand the
 //! backend's copy back on eviction, and adopt again after a reload. The "device" here is a
 //! plain map on the host, so this runs in CI without a GPU; the CUDA backend's own release is
-//! covered by the GPU runs (every proof verified by the daemon).
+//! covered by the GPU runs (every proof verified by the daemon). Likewise a preload hands the
+//! circuit's matrices to the backend (`ProverBackend::adopt_matrices`), so that a GPU can put
+//! them on its devices before the first proof.
 
 mod common;
 
@@ -28,6 +30,8 @@ struct StashingBackend {
     stash: Mutex<HashMap<u64, Arc<Points>>>,
     adopted: Mutex<u32>,
     forgotten: Mutex<u32>,
+    /// (inputs, aux) of every set of matrices handed over.
+    matrices: Mutex<Vec<(usize, usize)>>,
 }
 
 impl ProverBackend for StashingBackend {
@@ -40,6 +44,11 @@ impl ProverBackend for StashingBackend {
         self.stash.lock().insert(srs.id, Arc::new(points));
         *self.adopted.lock() += 1;
         srs.release_points();
+    }
+
+    fn adopt_matrices(&self, matrices: &(dyn std::any::Any + Send + Sync)) {
+        let pc = matrices.downcast_ref::<cuzk_pce::PreCompiled>().expect("the circuit's PreCompiled matrices");
+        self.matrices.lock().push((pc.num_inputs, pc.num_aux));
     }
 
     fn forget_srs(&self, srs: &Srs) {
@@ -92,4 +101,21 @@ fn released_host_parameters_are_not_counted_and_the_backend_keeps_proving() {
     assert_eq!(*backend.forgotten.lock(), 1);
     prove_winning(&s, f);
     assert_eq!(*backend.adopted.lock(), 2);
+}
+
+#[test]
+fn a_preload_hands_the_circuits_matrices_to_the_backend() {
+    let f = common::fixture();
+    let work = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.srs.param_dir = f.dir.join("params");
+    config.pce.cache_dir = work.path().join("pce");
+    let backend = Arc::new(StashingBackend::default());
+    let s = Scheduler::start(config, Some(backend.clone() as Arc<dyn ProverBackend>)).unwrap();
+    s.preload("winning-2k").unwrap();
+    let circuit = cuzk_filecoin::CircuitId::parse("winning-2k").unwrap();
+    // The same matrices, read back from the cache file the preload wrote.
+    let (pc, _) = cuzk_core::pce_cache::PceCache::new(work.path().join("pce"), f.dir.join("params")).get(circuit).unwrap();
+    assert_eq!(*backend.matrices.lock(), vec![(pc.num_inputs, pc.num_aux)], "one hand-over, of winning-2k's matrices");
+    prove_winning(&s, f);
 }

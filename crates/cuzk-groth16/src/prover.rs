@@ -118,6 +118,12 @@ pub trait ProverBackend: Send + Sync {
     /// ([`Srs::release_points`]); the host then keeps only the verifying key and the lengths.
     fn adopt_srs(&self, _srs: &mut Srs) {}
 
+    /// A circuit's pre-compiled matrices (`cuzk_pce::PreCompiled`, as `Any`), loaded by a
+    /// preload before any proof of the circuit. A backend that evaluates matrices on its
+    /// devices may copy them there now, so that the circuit's first proof does not: at 32 GiB
+    /// that copy takes 2–3 s inside the device region, on a deadline proof's path.
+    fn adopt_matrices(&self, _matrices: &(dyn std::any::Any + Send + Sync)) {}
+
     /// Whether [`ProverBackend::prove_witness`] is available: the backend evaluates
     /// a = A·w, b = B·w, c = C·w itself from pre-compiled matrices (the GPU-resident path).
     fn evaluates_matrices(&self) -> bool {

@@ -340,14 +340,20 @@ impl Scheduler {
     }
 
     /// Load a circuit's parameters now, and its PCE matrices (so that the circuit's first
-    /// proof neither extracts them nor waits for that: at 32 GiB it takes a minute or more).
+    /// proof neither extracts them nor waits for that: at 32 GiB it takes a minute or more),
+    /// and let the backend put the matrices on its devices.
     /// Returns (already_loaded, load time). Blocking.
     pub fn preload(&self, circuit: &str) -> Result<(bool, Duration), EngineError> {
         let id = CircuitId::parse(circuit)?;
         let start = Instant::now();
         let (_, loaded_now) = self.shared.srs.get(id)?;
         let pce_now = match &self.shared.pce {
-            Some(pce) => pce.get(id)?.1 != crate::pce_cache::PceSource::Memory,
+            Some(pce) => {
+                let (matrices, source) = pce.get(id)?;
+                // Onto the devices too, when they evaluate the matrices (a no-op once there).
+                self.shared.backend.adopt_matrices(&*matrices);
+                source != crate::pce_cache::PceSource::Memory
+            }
             None => false,
         };
         let loaded = loaded_now || pce_now;

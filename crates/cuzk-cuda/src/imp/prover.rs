@@ -605,6 +605,22 @@ impl ProverBackend for CudaProver {
         self.options.device_matvec
     }
 
+    fn adopt_matrices(&self, matrices: &(dyn Any + Send + Sync)) {
+        let Some(pc) = matrices.downcast_ref::<PreCompiled>() else { return };
+        if !self.evaluates_matrices() {
+            return;
+        }
+        // A lost device is skipped; an error here is only logged (the first proof meets it
+        // again and handles it as proofs do).
+        for gpu in self.gpus.iter().filter(|g| !g.health.is_lost()) {
+            // Not urgent: a preload yields the device to deadline work like any partition.
+            let _device = gpu.lock.lock(false);
+            if let Err(e) = self.pce_on(gpu, pc) {
+                tracing::warn!(device = gpu.info.ordinal, error = %e, "could not put the PCE matrices on the device at preload; the first proof will");
+            }
+        }
+    }
+
     fn prove_witness(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let (pc, shape) = self.check_witness(srs, matrices, w.input_assignment.len(), w.aux_assignment.len())?;
         self.prove_with(srs, &shape, Partition::Assignment(w), Some(pc), rs, label)
