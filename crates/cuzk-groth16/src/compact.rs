@@ -135,6 +135,23 @@ impl CompactFrVec {
 
     /// Append `other`'s values (for constraint systems that `extend`).
     pub fn append(&mut self, other: &CompactFrVec) {
+        self.append_tags(other);
+        self.others.extend_from_slice(&other.others);
+    }
+
+    /// Append every part in order, the stored values copied in parallel (at 32 GiB they are
+    /// gigabytes: one thread copying and faulting them in was a second of a WindowPoSt
+    /// witness).
+    pub fn append_parts(&mut self, parts: &[&CompactFrVec]) {
+        self.reserve_exact(parts.iter().map(|p| p.len).sum(), 0);
+        for p in parts {
+            self.append_tags(p);
+        }
+        extend_in_parallel(&mut self.others, &parts.iter().map(|p| &p.others[..]).collect::<Vec<_>>());
+    }
+
+    /// `other`'s tags after ours, and its length; its stored values are the caller's to copy.
+    fn append_tags(&mut self, other: &CompactFrVec) {
         let slot = self.len % PER_WORD;
         if slot == 0 {
             // Word-aligned: the tags concatenate as they are.
@@ -152,7 +169,6 @@ impl CompactFrVec {
             // drop it (`push_tag` opens a word only when the previous one is full).
             self.tags.truncate((self.len + other.len).div_ceil(PER_WORD));
         }
-        self.others.extend_from_slice(&other.others);
         self.len += other.len;
     }
 
@@ -207,6 +223,32 @@ impl CompactFrVec {
 
 /// Ask for transparent huge pages on a large buffer about to be filled: 2 MiB faults instead
 /// of 4 KiB ones. Advice only; where THP is off, or the call fails, nothing changes.
+/// Append `parts` to `dst` in order, copied in parallel into room reserved once (huge pages
+/// advised, so the fresh memory faults in 2 MiB at a time).
+pub fn extend_in_parallel(dst: &mut Vec<Fr>, parts: &[&[Fr]]) {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    dst.reserve_exact(total);
+    advise_huge_pages(dst);
+    let old = dst.len();
+    let mut spare = &mut dst.spare_capacity_mut()[..total];
+    let mut slots = Vec::with_capacity(parts.len());
+    for p in parts {
+        let (head, rest) = spare.split_at_mut(p.len());
+        slots.push(head);
+        spare = rest;
+    }
+    slots.into_par_iter().zip(parts.par_iter()).for_each(|(slot, part)| {
+        // Large parts in pieces, so that a few big parts still use every thread.
+        slot.par_chunks_mut(1 << 16).zip(part.par_chunks(1 << 16)).for_each(|(out, values)| {
+            for (o, v) in out.iter_mut().zip(values) {
+                o.write(*v);
+            }
+        });
+    });
+    // SAFETY: the `total` slots after `old` were each written exactly once above.
+    unsafe { dst.set_len(old + total) };
+}
+
 fn advise_huge_pages(v: &Vec<Fr>) {
     const HUGE: usize = 2 << 20;
     let (start, len) = (v.as_ptr() as usize, v.capacity() * std::mem::size_of::<Fr>());
@@ -288,6 +330,27 @@ mod tests {
         assert_eq!((c.num_others(), c.heap_bytes()), (0, 16));
         c.push(Fr::from(7u64));
         assert_eq!((c.num_others(), c.heap_bytes()), (1, 24 + 32));
+    }
+
+    #[test]
+    fn parts_append_in_parallel_as_they_would_one_by_one() {
+        // Empty parts, parts within one word, and parts over the parallel copy's 2^16 pieces.
+        let lens = [0, 3, 0, 40, 70_000, 1, 131_072, 0, 29];
+        let parts: Vec<Vec<Fr>> = lens.iter().enumerate().map(|(i, &n)| mixed(n, 10 + i as u64)).collect();
+        let head = mixed(5, 9);
+        let whole: Vec<Fr> = head.iter().chain(parts.iter().flatten()).copied().collect();
+
+        let mut plain = head.clone();
+        extend_in_parallel(&mut plain, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
+        assert_eq!(plain, whole);
+
+        let compact_parts: Vec<CompactFrVec> = parts.iter().map(|p| CompactFrVec::from_slice(p)).collect();
+        let mut c = CompactFrVec::from_slice(&head);
+        c.append_parts(&compact_parts.iter().collect::<Vec<_>>());
+        c.push(Fr::ONE);
+        let mut want = CompactFrVec::from_slice(&whole);
+        want.push(Fr::ONE);
+        assert_eq!(c, want);
     }
 
     #[test]

@@ -33,8 +33,8 @@ pub trait AuxValues: Default + Clone + Send {
     /// items of one layout reserves for the rest after the first), so nothing is regrown:
     /// each regrowth copies everything held so far and faults in fresh pages.
     fn reserve_repeats(&mut self, copies: usize);
-    /// Room to append all of `parts` without regrowing.
-    fn reserve_for_parts(&mut self, parts: &[&Self]);
+    /// Append every part in order, copying in parallel into room reserved once.
+    fn append_parts(&mut self, parts: &[&Self]);
 }
 
 impl AuxValues for Vec<Fr> {
@@ -53,8 +53,8 @@ impl AuxValues for Vec<Fr> {
     fn reserve_repeats(&mut self, copies: usize) {
         self.reserve_exact(self.len() * copies)
     }
-    fn reserve_for_parts(&mut self, parts: &[&Self]) {
-        self.reserve_exact(parts.iter().map(|p| p.len()).sum())
+    fn append_parts(&mut self, parts: &[&Self]) {
+        crate::compact::extend_in_parallel(self, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>())
     }
 }
 
@@ -77,9 +77,8 @@ impl AuxValues for CompactFrVec {
     fn reserve_repeats(&mut self, copies: usize) {
         CompactFrVec::reserve_exact(self, self.len() * copies, self.num_others() * copies)
     }
-    fn reserve_for_parts(&mut self, parts: &[&Self]) {
-        let (values, stored) = parts.iter().fold((0, 0), |(v, s), p| (v + p.len(), s + p.num_others()));
-        CompactFrVec::reserve_exact(self, values, stored)
+    fn append_parts(&mut self, parts: &[&Self]) {
+        CompactFrVec::append_parts(self, parts)
     }
 }
 
@@ -110,10 +109,13 @@ impl<S: AuxValues> WitnessCs<S> {
         self.aux.reserve_repeats(copies);
     }
 
-    /// Room to `extend` by all of `parts` without regrowing.
-    pub fn reserve_for_parts(&mut self, parts: &[Self]) {
-        self.inputs.reserve_exact(parts.iter().map(|p| p.inputs.len().saturating_sub(1)).sum());
-        self.aux.reserve_for_parts(&parts.iter().map(|p| &p.aux).collect::<Vec<_>>());
+    /// `extend` by every part in order (each part's input 0 is its temporary ONE), the aux
+    /// values copied in parallel.
+    pub fn extend_from_parts(&mut self, parts: &[Self]) {
+        for p in parts {
+            self.inputs.extend_from_slice(p.inputs.get(1..).unwrap_or(&[]));
+        }
+        self.aux.append_parts(&parts.iter().map(|p| &p.aux).collect::<Vec<_>>());
     }
 }
 

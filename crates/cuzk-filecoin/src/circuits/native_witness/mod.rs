@@ -33,7 +33,7 @@ pub(crate) mod snap;
 
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
 use bellpepper_core::num::AllocatedNum;
-use bellpepper_core::{ConstraintSystem, SynthesisError};
+use bellpepper_core::SynthesisError;
 use bellperson::gadgets::multipack;
 use rayon::prelude::*;
 use blstrs::Scalar as Fr;
@@ -59,9 +59,9 @@ impl<S: AuxValues> BitSink for WitnessCs<S> {
 
 /// Synthesizes `items` in parallel, a chunk per thread, each chunk into its own witness, and
 /// appends the chunks to `cs` in item order. Every item has one layout, so a chunk reserves
-/// room for all its items once the first is done, and `cs` reserves for all chunks before
-/// appending: no vector is regrown on the way. Regrowing copied everything held so far and
-/// faulted in fresh pages, about half the CPU time of a 2349-sector WindowPoSt witness
+/// room for all its items once the first is done, and the chunks are appended in parallel into
+/// room reserved once: no vector is regrown on the way. Regrowing copied everything held so far
+/// and faulted in fresh pages, about half the CPU time of a 2349-sector WindowPoSt witness
 /// (`perf` of `cuzk-bench pce-bench --witness-inputs`, BENCHMARKS).
 pub(crate) fn synthesize_in_chunks<T: Sync, S: AuxValues>(
     cs: &mut WitnessCs<S>,
@@ -82,10 +82,7 @@ pub(crate) fn synthesize_in_chunks<T: Sync, S: AuxValues>(
             Ok(part)
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
-    cs.reserve_for_parts(&parts);
-    for part in &parts {
-        cs.extend(part);
-    }
+    cs.extend_from_parts(&parts);
     Ok(())
 }
 
