@@ -92,7 +92,9 @@ fn busy_with_porep(s: &Scheduler, backend: &GatedProver, backlog: usize) -> Vec<
 fn deadline_proofs_pass_a_prover_stuck_in_porep_and_a_porep_backlog() {
     let backend = Arc::new(GatedProver::default());
     let s = scheduler(true, backend.clone());
-    let porep = busy_with_porep(&s, &backend, 2);
+    // One PoRep held in the prover and one queued behind it (the 100-job backlog is the
+    // third test's; each PoRep proved here costs CI ~30 s once the gate opens).
+    let porep = busy_with_porep(&s, &backend, 1);
 
     for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
         let job = s.submit(kind.name(), None, fixture_request(kind)).unwrap().job_id;
