@@ -221,8 +221,6 @@ impl CompactFrVec {
     }
 }
 
-/// Ask for transparent huge pages on a large buffer about to be filled: 2 MiB faults instead
-/// of 4 KiB ones. Advice only; where THP is off, or the call fails, nothing changes.
 /// Append `parts` to `dst` in order, copied in parallel into room reserved once (huge pages
 /// advised, so the fresh memory faults in 2 MiB at a time).
 pub fn extend_in_parallel(dst: &mut Vec<Fr>, parts: &[&[Fr]]) {
@@ -249,6 +247,8 @@ pub fn extend_in_parallel(dst: &mut Vec<Fr>, parts: &[&[Fr]]) {
     unsafe { dst.set_len(old + total) };
 }
 
+/// Ask for transparent huge pages on a large buffer about to be filled: 2 MiB faults instead
+/// of 4 KiB ones. Advice only; where THP is off, or the call fails, nothing changes.
 fn advise_huge_pages(v: &Vec<Fr>) {
     const HUGE: usize = 2 << 20;
     let (start, len) = (v.as_ptr() as usize, v.capacity() * std::mem::size_of::<Fr>());
