@@ -1,6 +1,8 @@
 //! `cuzk-bench gpu-msm` (built with `--features cuda`): device MSM and NTT timings at chosen
 //! sizes, each result checked against the CPU (blst) up to 2^20 points. Always takes the
 //! device path (no small-size CPU fallback), so it doubles as a probe of the device kernels.
+//! `--witness ONES,ZEROS` times witness-like scalars (percent of ones and zeros) from device
+//! memory both ways: the plain Pippenger and the split witness MSM, checked against each other.
 
 use std::time::Instant;
 
@@ -30,6 +32,10 @@ pub struct Args {
     /// CUDA device index.
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// Witness-like scalars: percent of ones and of zeros (e.g. 60,35); times the plain and
+    /// the split device MSM on them.
+    #[arg(long, value_delimiter = ',')]
+    witness: Option<Vec<u32>>,
     /// Also time the quotient (3 iNTT + 3 coset NTT + 1 coset iNTT) at each size.
     #[arg(long)]
     ntt: bool,
@@ -58,7 +64,74 @@ where
     out
 }
 
+/// Scalars with `ones`% ones, `zeros`% zeros, the rest random.
+fn witness_scalars(n: usize, ones: u32, zeros: u32, seed: u64) -> Vec<Fr> {
+    use rand::Rng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| match rng.gen_range(0..100u32) {
+            x if x < ones => Fr::ONE,
+            x if x < ones + zeros => Fr::ZERO,
+            _ => Fr::random(&mut rng),
+        })
+        .collect()
+}
+
+/// Plain against split on witness-like scalars in device memory.
+fn run_witness(args: &Args, ones: u32, zeros: u32) -> anyhow::Result<()> {
+    let mut t = table(&["group", "points", "ones %", "zeros %", "dense", "plain ms (mean)", "split ms (mean)", "equal"]);
+    let mut bad = 0;
+    for &n in &args.sizes {
+        let scalars = witness_scalars(n, ones, zeros, n as u64);
+        let (buf, _) = cuzk_cuda::buffer::DeviceBuffer::upload(args.device, &scalars)?;
+        let dev = || Scalars::Device { buffer: &buf, offset: 0, len: n };
+        macro_rules! measure {
+            ($ctx:ty, $proj:ty) => {{
+                let pts = points::<$proj>(n, 1);
+                let m = unsafe { <$ctx>::new(args.device, &pts, true)? };
+                let (mut plain_ms, mut split_ms, mut dense) = (0f32, 0f32, 0);
+                let (mut plain, mut split) = (<$proj>::identity(), <$proj>::identity());
+                for _ in 0..args.reps {
+                    let (p, ms) = m.run_on_device(dev())?;
+                    plain_ms += ms;
+                    plain = p;
+                    let (p, ms, d) = m.run_witness_on_device(dev())?;
+                    split_ms += ms;
+                    split = p;
+                    dense = d;
+                }
+                (plain_ms / args.reps as f32, split_ms / args.reps as f32, dense, plain == split)
+            }};
+        }
+        let (plain_ms, split_ms, dense, equal) =
+            if args.g2 { measure!(MsmG2, G2Projective) } else { measure!(MsmG1, G1Projective) };
+        bad += usize::from(!equal);
+        t.add_row(vec![
+            if args.g2 { "G2" } else { "G1" }.to_string(),
+            n.to_string(),
+            ones.to_string(),
+            zeros.to_string(),
+            dense.to_string(),
+            format!("{plain_ms:.2}"),
+            format!("{split_ms:.2}"),
+            if equal { "yes".into() } else { "NO".into() },
+        ]);
+    }
+    println!("{t}");
+    if bad > 0 {
+        bail!("{bad} split MSM result(s) differ from the plain device MSM");
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let Some(w) = &args.witness {
+        let [ones, zeros] = w[..] else { bail!("--witness takes two percentages, ONES,ZEROS (e.g. 60,35)") };
+        if ones + zeros > 100 {
+            bail!("--witness {ones},{zeros}: more than 100 %");
+        }
+        return run_witness(args, ones, zeros);
+    }
     let mut t = table(&["group", "points", "device ms (mean)", "cpu ms", "equal"]);
     let mut bad = 0;
     for &n in &args.sizes {

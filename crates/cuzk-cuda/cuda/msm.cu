@@ -1,7 +1,8 @@
 // Multi-scalar multiplication contexts over sppark's Pippenger, in G1 and G2.
 //
 // A context belongs to one device and one point vector (one query of one SRS). Resident:
-// the points are copied to the device once, at creation, and every proof reuses them.
+// the points are copied to the device once, at creation, into our own allocation (so that the
+// split of msm_split.cuh can read them too), and every proof reuses them.
 // Streaming: only the host pointer is kept and sppark copies the points per call (for cards
 // too small to hold the SRS; the host pages should be pinned, see cuzk_host_register).
 // Scalars are Fr in Montgomery form (blstrs' in-memory layout); results are Jacobian points
@@ -20,6 +21,7 @@ typedef bucket_fp2_t::affine_t affine_fp2_t;
 typedef fr_t scalar_t;
 
 #include <msm/pippenger.cuh>
+#include "msm_split.cuh"
 
 template<class bucket, class point, class affine>
 struct msm_ctx {
@@ -27,6 +29,7 @@ struct msm_ctx {
     size_t index;
     engine_t* engine;
     const affine* host_points;   // null when resident
+    void* d_points;              // null when streaming
     size_t npoints;
 };
 
@@ -41,11 +44,17 @@ static RustError ctx_create(size_t index, const affine* points, size_t npoints, 
         if (npoints == 0)
             throw std::invalid_argument("MSM context over zero points");
         gpu_at(index);
-        auto* ctx = new ctx_t{index, nullptr, resident ? nullptr : points, npoints};
+        auto* ctx = new ctx_t{index, nullptr, resident ? nullptr : points, nullptr, npoints};
         try {
-            ctx->engine = new typename ctx_t::engine_t(resident ? points : nullptr, npoints,
-                                                       sizeof(affine), (int)index);
+            if (resident) {
+                CUDA_OK(cudaMalloc(&ctx->d_points, npoints * sizeof(affine)));
+                CUDA_OK(cudaMemcpy(ctx->d_points, points, npoints * sizeof(affine), cudaMemcpyHostToDevice));
+            }
+            // The engine holds buckets only; resident points are handed to it per call.
+            ctx->engine = new typename ctx_t::engine_t(nullptr, npoints, sizeof(affine), (int)index);
         } catch (...) {
+            if (ctx->d_points)
+                (void)cudaFree(ctx->d_points);
             delete ctx;
             throw;
         }
@@ -61,29 +70,55 @@ static void ctx_destroy(ctx_t* ctx)
     try {
         select_gpu((int)ctx->index);
         delete ctx->engine;
+        if (ctx->d_points)
+            (void)cudaFree(ctx->d_points);
     } catch (...) {
         // A device in a failed state cannot free cleanly; the process keeps running.
     }
     delete ctx;
 }
 
-// scalars: host (d_scalars == false) or device memory, n ≤ the context's point count.
-template<class ctx_t, class point>
-static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, point* out, float* ms)
+// The plain Pippenger over the first n points, with the scalars on the host or the device.
+template<class ctx_t, class point, class affine>
+static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, point* out)
+{
+    RustError e;
+    if (ctx->d_points != nullptr) {
+        dev_ptr_t<affine> pts((affine*)ctx->d_points, n);
+        e = on_device ? ctx->engine->invoke(*out, pts, n, dev_ptr_t<scalar_t>((scalar_t*)scalars, n), true)
+                      : ctx->engine->invoke(*out, pts, n, scalars, true);
+    } else {
+        e = on_device ? ctx->engine->invoke(*out, ctx->host_points, n, dev_ptr_t<scalar_t>((scalar_t*)scalars, n), true)
+                      : ctx->engine->invoke(*out, ctx->host_points, n, scalars, true);
+    }
+    if (e.code != cudaSuccess)
+        throw cuda_error{e.code, e.message ? e.message : "MSM failed"};
+}
+
+// scalars: host (on_device == false) or device memory, n ≤ the context's point count.
+// split: the scalars are a witness (mostly 0/1); with device scalars and resident points the
+// zeros and ones bypass Pippenger (msm_split.cuh). dense: how many scalars went through
+// Pippenger (n when not split).
+template<class bucket, class ctx_t, class point, class affine>
+static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, bool split,
+                         point* out, float* ms, size_t* dense)
 {
     return guarded([&] {
         if (n > ctx->npoints)
             throw std::invalid_argument("MSM: more scalars than points");
         const gpu_t& gpu = gpu_at(ctx->index);
         auto started = std::chrono::steady_clock::now();
+        *dense = n;
         if (n == 0) {
             out->inf();
         } else {
-            RustError e = on_device
-                ? ctx->engine->invoke(*out, ctx->host_points, n, dev_ptr_t<scalar_t>((scalar_t*)scalars, n), true)
-                : ctx->engine->invoke(*out, ctx->host_points, n, scalars, true);
-            if (e.code != cudaSuccess)
-                throw cuda_error{e.code, e.message ? e.message : "MSM failed"};
+            split_stats_t stats{0, n};
+            bool done = split && on_device && ctx->d_points != nullptr
+                && split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, stats);
+            if (done)
+                *dense = stats.dense;
+            else
+                ctx_pippenger<ctx_t, point, affine>(ctx, scalars, n, on_device, out);
         }
         gpu.sync();
         *ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -92,14 +127,16 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
 
 CUZK_FFI RustError cuzk_msm_g1_create(size_t index, const affine_t* points, size_t n, bool resident, msm_g1_ctx** out)
 {   return ctx_create(index, points, n, resident, out);   }
-CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, point_t* out, float* ms)
-{   return ctx_run(ctx, scalars, n, on_device, out, ms);   }
+CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, bool split,
+                                   point_t* out, float* ms, size_t* dense)
+{   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, split, out, ms, dense);   }
 CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
 {   ctx_destroy(ctx);   }
 
 CUZK_FFI RustError cuzk_msm_g2_create(size_t index, const affine_fp2_t* points, size_t n, bool resident, msm_g2_ctx** out)
 {   return ctx_create(index, points, n, resident, out);   }
-CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, point_fp2_t* out, float* ms)
-{   return ctx_run(ctx, scalars, n, on_device, out, ms);   }
+CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, bool split,
+                                   point_fp2_t* out, float* ms, size_t* dense)
+{   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, split, out, ms, dense);   }
 CUZK_FFI void cuzk_msm_g2_destroy(msm_g2_ctx* ctx)
 {   ctx_destroy(ctx);   }

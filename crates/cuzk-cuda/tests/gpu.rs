@@ -166,6 +166,70 @@ fn msm_g2_matches_cpu() {
     }
 }
 
+/// Witness-like scalars: `ones` and `zeros` in percent, the rest random, -1 or 2, scattered.
+fn witness_scalars(r: &mut ChaCha8Rng, n: usize, ones: u32, zeros: u32) -> Vec<Fr> {
+    (0..n)
+        .map(|_| {
+            let roll = r.next_u32() % 100;
+            if roll < ones {
+                Fr::ONE
+            } else if roll < ones + zeros {
+                Fr::ZERO
+            } else {
+                match r.next_u32() % 3 {
+                    0 => -Fr::ONE,
+                    1 => Fr::from(2u64),
+                    _ => Fr::random(&mut *r),
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn witness_msms_split_on_the_device_equal_the_cpu_msm() {
+    let mut r = rng(11);
+    // (ones %, zeros %): mostly 0/1 (split), only ones, only zeros, exactly at and beyond the
+    // dense limit (a quarter: split, then declined), all dense (declined).
+    let mixes = [(60u32, 35u32), (100, 0), (0, 100), (50, 25), (40, 30), (0, 0)];
+    for n in [MIN_GPU_MSM, 100_003, (1 << 18) + 5] {
+        let pts = g1_points(&mut r, n);
+        for &(ones, zeros) in &mixes {
+            let sc = witness_scalars(&mut r, n, ones, zeros);
+            let want = msm_g1(&pts, &sc);
+            let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+            let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+            for len in [n, n - 1] {
+                let (got, _, dense) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len }).unwrap();
+                let want = if len == n { want } else { msm_g1(&pts[..len], &sc[..len]) };
+                assert_eq!(got, want, "G1 witness MSM n={n} len={len} ones={ones}% zeros={zeros}%");
+                let really_dense = sc[..len].iter().filter(|s| !bool::from(s.is_zero()) && **s != Fr::ONE).count();
+                if really_dense * 4 <= len {
+                    assert_eq!(dense, really_dense, "split: only the dense scalars go through Pippenger");
+                } else {
+                    assert_eq!(dense, len, "too dense: the whole vector goes through Pippenger");
+                }
+            }
+            // A window of the buffer, as the prover passes L's scalars (after the inputs).
+            let (got, _, _) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 3, len: n - 3 }).unwrap();
+            assert_eq!(got, msm_g1(&pts[..n - 3], &sc[3..]), "G1 witness MSM at an offset n={n}");
+            // Streaming contexts have no device points to gather: never split, still right.
+            let s = unsafe { MsmG1::new(DEV, &pts, false) }.unwrap();
+            let (got, _, dense) = s.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap();
+            assert_eq!((got, dense), (want, n), "streaming witness MSM n={n}");
+        }
+    }
+    let n = 70_001;
+    let pts = g2_points(&mut r, n);
+    for &(ones, zeros) in &mixes {
+        let sc = witness_scalars(&mut r, n, ones, zeros);
+        let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
+        let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+        let (got, _, _) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap();
+        assert_eq!(got, msm_g2(&pts, &sc), "G2 witness MSM ones={ones}% zeros={zeros}%");
+    }
+}
+
 /// A random R1CS: random linear combinations over ONE, inputs and aux with coefficients
 /// 1, -1, small and random, empty rows, a long row and duplicate terms. Values are random
 /// (unsatisfied): only the linear algebra is under test here.

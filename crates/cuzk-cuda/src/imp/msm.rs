@@ -8,6 +8,11 @@
 //! told to forget them (resident contexts whose host copy is released, which the prover only
 //! does when every query has at least MIN_GPU_MSM points).
 //!
+//! Witness MSMs (L, A, B: mostly 0/1 scalars) can be *split* on the device: zeros dropped, ones
+//! summed without Pippenger, only the rest through it (`cuda/msm_split.cuh`). That needs
+//! resident points and device scalars; otherwise, or when too many scalars are dense, the
+//! whole vector goes through Pippenger as before.
+//!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
 //! `forget_srs`) before the SRS itself.
@@ -31,6 +36,14 @@ pub enum Scalars<'a> {
 pub const MIN_GPU_MSM: usize = 1 << 12;
 
 impl Scalars<'_> {
+    pub fn len(&self) -> usize {
+        self.raw().1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn to_host(&self) -> Result<std::borrow::Cow<'_, [Fr]>, CudaError> {
         Ok(match self {
             Scalars::Host(s) => std::borrow::Cow::Borrowed(*s),
@@ -83,27 +96,48 @@ macro_rules! msm_context {
             /// Σ scalars[i]·points[i] over the first `scalars.len()` points, on the device, or
             /// on the CPU below [`MIN_GPU_MSM`] points; also the wall ms.
             pub fn run(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
+                self.run_with(scalars, false).map(|(p, ms, _)| (p, ms))
+            }
+
+            /// The same for witness scalars (mostly 0/1): split on the device when it can be
+            /// (see the module doc). Also how many scalars went through Pippenger.
+            pub fn run_witness(&self, scalars: Scalars<'_>) -> Result<($proj, f32, usize), CudaError> {
+                self.run_with(scalars, true)
+            }
+
+            fn run_with(&self, scalars: Scalars<'_>, split: bool) -> Result<($proj, f32, usize), CudaError> {
                 let n = scalars.raw().1;
                 if n >= MIN_GPU_MSM || self.host.is_null() {
-                    return self.run_on_device(scalars);
+                    return self.device_msm(scalars, split);
                 }
                 let started = std::time::Instant::now();
                 let host = scalars.to_host()?;
                 // SAFETY: `host` points to `len` ≥ n points that outlive self (see `new`).
                 let points = unsafe { std::slice::from_raw_parts(self.host, n) };
-                Ok(($cpu(points, &host), started.elapsed().as_secs_f32() * 1e3))
+                Ok(($cpu(points, &host), started.elapsed().as_secs_f32() * 1e3, n))
             }
 
-            /// The same, always on the device (benchmarks and probes of the device path).
+            /// The same as [`Self::run`], always on the device (benchmarks and probes of the
+            /// device path).
             pub fn run_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
+                self.device_msm(scalars, false).map(|(p, ms, _)| (p, ms))
+            }
+
+            /// [`Self::run_witness`], always on the device.
+            pub fn run_witness_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32, usize), CudaError> {
+                self.device_msm(scalars, true)
+            }
+
+            fn device_msm(&self, scalars: Scalars<'_>, split: bool) -> Result<($proj, f32, usize), CudaError> {
                 let (ptr, n, on_device) = scalars.raw();
                 assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
                 let mut out = <$raw_proj>::default();
                 let mut ms = 0f32;
-                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, &mut out, &mut ms) })?;
+                let mut dense = n;
+                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, split, &mut out, &mut ms, &mut dense) })?;
                 // SAFETY: blstrs' projective type is repr(transparent) over blst's, and sppark's
                 // Jacobian result has blst's layout (X, Y, Z in Montgomery form).
-                Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms))
+                Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms, dense))
             }
 
             /// Never read the host points again (resident contexts only): small MSMs run on

@@ -79,16 +79,17 @@ pub(crate) fn witness(index: usize, dev: &SrsOnDevice, dpce: &DevicePce, shape: 
     let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h)?;
     drop(abc);
     boundary();
-    let l = run_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, &mut t.msm_l)?;
+    // L, A and B take witness values: mostly 0/1, so their MSMs are split (see msm.rs).
+    let l = witness_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, "L", &mut t.msm_l)?;
     boundary();
     let a_s = dpce.gather_a(&witness)?;
-    let a = run_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, &mut t.msm_a)?;
+    let a = witness_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, "A", &mut t.msm_a)?;
     drop(a_s);
     boundary();
     let b_s = dpce.gather_b(&witness)?;
-    let b_g1 = run_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g1)?;
+    let b_g1 = witness_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, "B_G1", &mut t.msm_b_g1)?;
     boundary();
-    let b_g2 = run_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
+    let b_g2 = witness_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
 }
 
@@ -96,26 +97,35 @@ pub(crate) fn ms(v: f32) -> Duration {
     Duration::from_secs_f64(v.max(0.0) as f64 / 1e3)
 }
 
-/// One G1 query's MSM (the identity when the query is empty), its time into `slot`.
-fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration) -> Result<G1Projective, CudaError> {
+/// One query's MSM (the identity when the query is empty, or when B in G2 runs on the CPU),
+/// its time into `slot`; `run` returns the point, the ms and how many scalars were dense.
+fn run_query<M, P: Group>(m: &Option<M>, query: &str, slot: &mut Duration, run: impl FnOnce(&M) -> Result<(P, f32, usize), CudaError>) -> Result<P, CudaError> {
     match m {
         Some(m) => {
-            let (r, t) = m.run(s)?;
+            let (r, t, dense) = run(m)?;
+            tracing::debug!(query, dense, ms = t, "MSM");
             *slot = ms(t);
             Ok(r)
         }
-        None => Ok(G1Projective::identity()),
+        None => Ok(P::identity()),
     }
 }
 
-/// The same for the G2 query (absent when B in G2 runs on the CPU).
+fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration) -> Result<G1Projective, CudaError> {
+    let n = s.len();
+    run_query(m, "G1", slot, |m| m.run(s).map(|(p, t)| (p, t, n)))
+}
+
 fn run_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
-    match m {
-        Some(m) => {
-            let (r, t) = m.run(s)?;
-            *slot = ms(t);
-            Ok(r)
-        }
-        None => Ok(G2Projective::identity()),
-    }
+    let n = s.len();
+    run_query(m, "G2", slot, |m| m.run(s).map(|(p, t)| (p, t, n)))
+}
+
+/// Witness scalars (L, A, B): split on the device (see msm.rs).
+fn witness_g1(m: &Option<MsmG1>, s: Scalars<'_>, query: &str, slot: &mut Duration) -> Result<G1Projective, CudaError> {
+    run_query(m, query, slot, |m| m.run_witness(s))
+}
+
+fn witness_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
+    run_query(m, "B_G2", slot, |m| m.run_witness(s))
 }
