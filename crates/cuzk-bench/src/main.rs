@@ -12,6 +12,7 @@ mod gen_synthetic;
 mod gpu_bench;
 #[cfg(feature = "cuda")]
 mod gpu_msm;
+mod load_params;
 mod pce_bench;
 mod synthetic_params;
 mod report;
@@ -73,6 +74,9 @@ enum Command {
     GpuMsm(gpu_msm::Args),
     /// Time cuzk's CPU prover against filecoin-proofs' own prover on the same 2 KiB inputs.
     Compare(compare::Args),
+    /// Read and validate one .params file as the daemon does; print the load time and the
+    /// host memory it took (peak RSS).
+    LoadParams(load_params::Args),
     /// Prove one proof through cuzk-daemon (fixture inputs, or --c1/--vanilla files).
     Single(client::single::Args),
     /// Prove many fixture proofs through cuzk-daemon, several at once; latency and throughput.
@@ -127,6 +131,7 @@ fn main() -> anyhow::Result<()> {
         #[cfg(feature = "cuda")]
         Command::GpuMsm(a) => gpu_msm::run(&a),
         Command::Compare(args) => compare::run(&args),
+        Command::LoadParams(args) => load_params::run(&args),
         Command::PceBench(args) => pce_bench::run(&args),
         Command::Single(args) => client::block_on(client::single::run(&addr, args)),
         Command::Batch(args) => client::block_on(client::batch::run(&addr, args)),

@@ -150,7 +150,7 @@ impl Srs {
     /// so that the parameter directory itself may be read-only.
     pub fn load_with_records(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<Srs, SrsError> {
         let (mmap, subgroup) = open(path, check, records)?;
-        let mut r = Reader { path, data: &mmap, offset: 0, subgroup };
+        let mut r = Reader { path, map: Some(&mmap), data: &mmap, offset: 0, subgroup };
         let vk = r.vk()?;
         let h = r.g1_section("h")?;
         let l = r.g1_section("l")?;
@@ -245,7 +245,7 @@ pub fn mark_checked(path: &Path) {
 /// Read and validate a `.vk` file.
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
     let (mmap, _) = open(path, SubgroupCheck::Always, None)?;
-    let mut r = Reader { path, data: &mmap, offset: 0, subgroup: true };
+    let mut r = Reader { path, map: None, data: &mmap, offset: 0, subgroup: true };
     let vk = r.vk()?;
     r.finish()?;
     Ok(vk)
@@ -267,6 +267,8 @@ fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mm
 
 struct Reader<'a> {
     path: &'a Path,
+    /// The map behind `data`, when decoded sections should give their pages back.
+    map: Option<&'a Mmap>,
     data: &'a [u8],
     offset: usize,
     subgroup: bool,
@@ -317,24 +319,43 @@ impl<'a> Reader<'a> {
 
     fn g1_section(&mut self, section: &'static str) -> Result<Vec<G1Affine>, SrsError> {
         let n = self.count(section)?;
+        let start = self.offset;
         let bytes = self.take(section, n.saturating_mul(G1_LEN))?;
         let subgroup = self.subgroup;
-        bytes
+        let points = bytes
             .par_chunks_exact(G1_LEN)
             .enumerate()
             .map(|(i, p)| decode_g1(p, subgroup).map_err(|reason| self.bad(section, i, reason)))
-            .collect()
+            .collect();
+        self.release(start, bytes.len());
+        points
     }
 
     fn g2_section(&mut self, section: &'static str) -> Result<Vec<G2Affine>, SrsError> {
         let n = self.count(section)?;
+        let start = self.offset;
         let bytes = self.take(section, n.saturating_mul(G2_LEN))?;
         let subgroup = self.subgroup;
-        bytes
+        let points = bytes
             .par_chunks_exact(G2_LEN)
             .enumerate()
             .map(|(i, p)| decode_g2(p, subgroup).map_err(|reason| self.bad(section, i, reason)))
-            .collect()
+            .collect();
+        self.release(start, bytes.len());
+        points
+    }
+
+    /// Give a decoded section's file pages back to the kernel. Mapped pages count in the
+    /// process's RSS until the map goes, so without this a 47 GB porep-32g file would sit in
+    /// memory beside its 44 GB of decoded points until the load ends; with it, one section
+    /// at a time.
+    fn release(&self, start: usize, len: usize) {
+        let Some(map) = self.map.filter(|_| len > 0) else { return };
+        // SAFETY: a read-only shared file mapping: DONTNEED only drops this process's page
+        // table entries, and a later read faults the same bytes in from the file again.
+        if let Err(e) = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) } {
+            tracing::debug!(path = %self.path.display(), error = %e, "madvise(DONTNEED) on a parameter file failed; its pages stay mapped");
+        }
     }
 
     fn bad(&self, section: &'static str, index: usize, reason: &'static str) -> SrsError {
