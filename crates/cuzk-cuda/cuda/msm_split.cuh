@@ -208,11 +208,19 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
                                                  d_dense_scalars.ptr, d_dense_points.ptr, &d_counts.ptr[1]);
         CUDA_OK(cudaGetLastError());
         s.sync();
-        engine_t dense_engine{nullptr, m, sizeof(affine_t), device};
-        RustError e = dense_engine.invoke(out, dev_ptr_t<affine_t>((affine_t*)d_dense_points.ptr, m), m,
-                                          dev_ptr_t<scalar_t>(d_dense_scalars.ptr, m), true);
-        if (e.code != cudaSuccess)
-            throw cuda_error{e.code, e.message ? e.message : "MSM over the dense scalars failed"};
+        // Nothing is summed yet, so running out of device memory here still declines.
+        try {
+            engine_t dense_engine{nullptr, m, sizeof(affine_t), device};
+            RustError e = dense_engine.invoke(out, dev_ptr_t<affine_t>((affine_t*)d_dense_points.ptr, m), m,
+                                              dev_ptr_t<scalar_t>(d_dense_scalars.ptr, m), true);
+            if (e.code != cudaSuccess)
+                throw cuda_error{e.code, e.message ? e.message : "MSM over the dense scalars failed"};
+        } catch (const cuda_error& e) {
+            if (e.code() != -(int)cudaErrorMemoryAllocation)   // sppark stores minus the cudaError_t
+                throw;
+            (void)cudaGetLastError();
+            return false;
+        }
     }
 
     // Ones: sppark's bitmap batch addition, one partial sum per warp, added up here.
