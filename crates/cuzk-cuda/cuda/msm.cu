@@ -112,12 +112,9 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
         if (n == 0) {
             out->inf();
         } else {
-            split_stats_t stats{0, n};
             bool done = split && on_device && ctx->d_points != nullptr
-                && split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, stats);
-            if (done)
-                *dense = stats.dense;
-            else
+                && split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
+            if (!done)
                 ctx_pippenger<ctx_t, point, affine>(ctx, scalars, n, on_device, out);
         }
         gpu.sync();

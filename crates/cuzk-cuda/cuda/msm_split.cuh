@@ -127,12 +127,6 @@ static void split_gather(const scalar_t* scalars, uint32_t n, fr_words_t one, co
 #endif
 }
 
-// What a split MSM did, for the caller's logs.
-struct split_stats_t {
-    size_t ones;
-    size_t dense;
-};
-
 // A stream-ordered device buffer whose allocation may fail without throwing: a device with no
 // room for the split's temporaries declines the split instead of failing the MSM.
 template<typename T>
@@ -151,12 +145,13 @@ struct split_buffer_t {
     split_buffer_t& operator=(const split_buffer_t&) = delete;
 };
 
-// Σ scalars[i]·points[i] over i < n with both vectors on the device, by the split above.
-// Returns false, having computed nothing, when the split is declined; the caller then runs
-// the plain MSM. Throws cuda_error on any other CUDA failure.
+// Σ scalars[i]·points[i] over i < n with both vectors on the device, by the split above, and
+// in `dense` how many scalars went through Pippenger. Returns false, having computed nothing,
+// when the split is declined; the caller then runs the plain MSM. Throws cuda_error on any
+// other CUDA failure.
 template<class bucket_t, class point_t, class affine_t>
 static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const scalar_t* d_scalars,
-                      size_t n, point_t& out, split_stats_t& stats)
+                      size_t n, point_t& out, size_t& dense)
 {
     using engine_t = msm_t<bucket_t, point_t, affine_t, scalar_t>;
     using bucket_h = typename bucket_t::mem_t;
@@ -165,8 +160,6 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
     // so sizeof(affine_t) there is half the size in memory.
     using raw_t = raw_point_t<sizeof(affine_h)>;
 
-    stats.ones = 0;
-    stats.dense = n;
     if (n == 0 || n >= (size_t(1) << 31))
         return false;   // sppark's digits index points with 31 bits
     const uint32_t len = (uint32_t)n;
@@ -185,8 +178,6 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
     uint32_t counts[2];
     s.DtoH(counts, d_counts.ptr, 2);
     s.sync();
-    stats.ones = counts[0];
-    stats.dense = counts[1];
     const size_t m = counts[1];
     if (m * SPLIT_MAX_DENSE_DIVISOR > n)
         return false;
@@ -235,5 +226,6 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
         point_t ones = sum_up(sums);
         out.add(ones);
     }
+    dense = m;
     return true;
 }

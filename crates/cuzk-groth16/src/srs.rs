@@ -150,7 +150,7 @@ impl Srs {
     /// so that the parameter directory itself may be read-only.
     pub fn load_with_records(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<Srs, SrsError> {
         let (mmap, subgroup) = open(path, check, records)?;
-        let mut r = Reader { path, map: Some(&mmap), data: &mmap, offset: 0, subgroup };
+        let mut r = Reader { path, map: &mmap, offset: 0, subgroup };
         let vk = r.vk()?;
         let h = r.g1_section("h")?;
         let l = r.g1_section("l")?;
@@ -245,7 +245,7 @@ pub fn mark_checked(path: &Path) {
 /// Read and validate a `.vk` file.
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
     let (mmap, _) = open(path, SubgroupCheck::Always, None)?;
-    let mut r = Reader { path, map: None, data: &mmap, offset: 0, subgroup: true };
+    let mut r = Reader { path, map: &mmap, offset: 0, subgroup: true };
     let vk = r.vk()?;
     r.finish()?;
     Ok(vk)
@@ -267,26 +267,26 @@ fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mm
 
 struct Reader<'a> {
     path: &'a Path,
-    /// The map behind `data`, when decoded sections should give their pages back.
-    map: Option<&'a Mmap>,
-    data: &'a [u8],
+    /// The whole file; decoded sections give their pages back ([`Reader::release`]).
+    map: &'a Mmap,
     offset: usize,
     subgroup: bool,
 }
 
 impl<'a> Reader<'a> {
     fn take(&mut self, section: &'static str, n: usize) -> Result<&'a [u8], SrsError> {
-        let end = self.offset.checked_add(n).filter(|&e| e <= self.data.len());
+        let data: &'a [u8] = self.map;
+        let end = self.offset.checked_add(n).filter(|&e| e <= data.len());
         let Some(end) = end else {
             return Err(SrsError::Truncated {
                 path: self.path.into(),
                 section,
                 offset: self.offset,
                 needed: n,
-                len: self.data.len(),
+                len: data.len(),
             });
         };
-        let s = &self.data[self.offset..end];
+        let s = &data[self.offset..end];
         self.offset = end;
         Ok(s)
     }
@@ -350,10 +350,12 @@ impl<'a> Reader<'a> {
     /// memory beside its 44 GB of decoded points until the load ends; with it, one section
     /// at a time.
     fn release(&self, start: usize, len: usize) {
-        let Some(map) = self.map.filter(|_| len > 0) else { return };
+        if len == 0 {
+            return;
+        }
         // SAFETY: a read-only shared file mapping: DONTNEED only drops this process's page
         // table entries, and a later read faults the same bytes in from the file again.
-        if let Err(e) = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) } {
+        if let Err(e) = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) } {
             tracing::debug!(path = %self.path.display(), error = %e, "madvise(DONTNEED) on a parameter file failed; its pages stay mapped");
         }
     }
@@ -363,7 +365,7 @@ impl<'a> Reader<'a> {
     }
 
     fn finish(&self) -> Result<(), SrsError> {
-        match self.data.len() - self.offset {
+        match self.map.len() - self.offset {
             0 => Ok(()),
             extra => Err(SrsError::TrailingBytes { path: self.path.into(), extra }),
         }
