@@ -2,13 +2,15 @@
 //! sizes, each result checked against the CPU (blst) up to 2^20 points. Always takes the
 //! device path (no small-size CPU fallback), so it doubles as a probe of the device kernels.
 //! `--witness ONES,ZEROS` times witness-like scalars (percent of ones and zeros) from device
-//! memory both ways: the plain Pippenger and the split witness MSM, checked against each other.
+//! memory both ways: sppark's Pippenger and the split witness MSM, checked against each other.
+//! `--device-scalars` does the same for random scalars: sppark's Pippenger against the dense
+//! path (wide windows in G1 from 2^22 points).
 
 use std::time::Instant;
 
 use anyhow::bail;
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
-use cuzk_cuda::msm::{MsmG1, MsmG2, Scalars};
+use cuzk_cuda::msm::{MsmG1, MsmG2, MsmPath, Scalars};
 use cuzk_groth16::msm::{msm_g1, msm_g2};
 use cuzk_groth16::ntt::Domain;
 use ff::Field;
@@ -36,7 +38,11 @@ pub struct Args {
     /// the split device MSM on them.
     #[arg(long, value_delimiter = ',')]
     witness: Option<Vec<u32>>,
-    /// Also time the quotient (3 iNTT + 3 coset NTT + 1 coset iNTT) at each size.
+    /// Random scalars in device memory: times sppark's Pippenger and the dense path (wide
+    /// windows) on them.
+    #[arg(long, conflicts_with = "witness")]
+    device_scalars: bool,
+    /// Also time the quotient (3 iNTT + 2 coset NTT + 1 coset iNTT) at each size.
     #[arg(long)]
     ntt: bool,
 }
@@ -77,9 +83,12 @@ fn witness_scalars(n: usize, ones: u32, zeros: u32, seed: u64) -> Vec<Fr> {
         .collect()
 }
 
-/// Plain against split on witness-like scalars in device memory.
-fn run_witness(args: &Args, ones: u32, zeros: u32) -> anyhow::Result<()> {
-    let mut t = table(&["group", "points", "ones %", "zeros %", "dense", "plain ms (mean)", "split ms (mean)", "equal"]);
+/// sppark's Pippenger against `path` on the same scalars in device memory: witness-like ones
+/// (`Some((ones, zeros))`, against the split) or random ones (`None`, against wide windows).
+fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()> {
+    let path = if witness.is_some() { MsmPath::Witness } else { MsmPath::Dense };
+    let mut t = table(&["group", "points", "ones %", "zeros %", "dense", "sppark ms (mean)", &format!("{path:?} ms (mean)"), "equal"]);
+    let (ones, zeros) = witness.unwrap_or((0, 0));
     let mut bad = 0;
     for &n in &args.sizes {
         let scalars = witness_scalars(n, ones, zeros, n as u64);
@@ -89,21 +98,21 @@ fn run_witness(args: &Args, ones: u32, zeros: u32) -> anyhow::Result<()> {
             ($ctx:ty, $proj:ty) => {{
                 let pts = points::<$proj>(n, 1);
                 let m = unsafe { <$ctx>::new(args.device, &pts, true)? };
-                let (mut plain_ms, mut split_ms, mut dense) = (0f32, 0f32, 0);
-                let (mut plain, mut split) = (<$proj>::identity(), <$proj>::identity());
+                let (mut plain_ms, mut other_ms, mut dense) = (0f32, 0f32, 0);
+                let (mut plain, mut other) = (<$proj>::identity(), <$proj>::identity());
                 for _ in 0..args.reps {
-                    let (p, ms) = m.run_on_device(dev())?;
+                    let (p, ms, _) = m.run_path_on_device(dev(), MsmPath::Sppark)?;
                     plain_ms += ms;
                     plain = p;
-                    let (p, ms, d) = m.run_witness_on_device(dev())?;
-                    split_ms += ms;
-                    split = p;
+                    let (p, ms, d) = m.run_path_on_device(dev(), path)?;
+                    other_ms += ms;
+                    other = p;
                     dense = d;
                 }
-                (plain_ms / args.reps as f32, split_ms / args.reps as f32, dense, plain == split)
+                (plain_ms / args.reps as f32, other_ms / args.reps as f32, dense, plain == other)
             }};
         }
-        let (plain_ms, split_ms, dense, equal) =
+        let (plain_ms, other_ms, dense, equal) =
             if args.g2 { measure!(MsmG2, G2Projective) } else { measure!(MsmG1, G1Projective) };
         bad += usize::from(!equal);
         t.add_row(vec![
@@ -113,13 +122,13 @@ fn run_witness(args: &Args, ones: u32, zeros: u32) -> anyhow::Result<()> {
             zeros.to_string(),
             dense.to_string(),
             format!("{plain_ms:.2}"),
-            format!("{split_ms:.2}"),
+            format!("{other_ms:.2}"),
             if equal { "yes".into() } else { "NO".into() },
         ]);
     }
     println!("{t}");
     if bad > 0 {
-        bail!("{bad} split MSM result(s) differ from the plain device MSM");
+        bail!("{bad} {path:?} MSM result(s) differ from sppark's");
     }
     Ok(())
 }
@@ -130,7 +139,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         if ones + zeros > 100 {
             bail!("--witness {ones},{zeros}: more than 100 %");
         }
-        return run_witness(args, ones, zeros);
+        return compare_paths(args, Some((ones, zeros)));
+    }
+    if args.device_scalars {
+        return compare_paths(args, None);
     }
     let mut t = table(&["group", "points", "device ms (mean)", "cpu ms", "equal"]);
     let mut bad = 0;

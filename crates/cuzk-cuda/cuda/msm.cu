@@ -21,7 +21,14 @@ typedef bucket_fp2_t::affine_t affine_fp2_t;
 typedef fr_t scalar_t;
 
 #include <msm/pippenger.cuh>
+#include <type_traits>
 #include "msm_split.cuh"
+#include "msm_wide.cuh"
+
+// What a run is asked to do (the Rust side's MsmPath): sppark's Pippenger as it is; a witness
+// MSM, split when it can be (msm_split.cuh); a dense MSM, with wide windows when it can be
+// (msm_wide.cuh, G1 only).
+enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2 };
 
 template<class bucket, class point, class affine>
 struct msm_ctx {
@@ -96,24 +103,32 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on
 }
 
 // scalars: host (on_device == false) or device memory, n ≤ the context's point count.
-// split: the scalars are a witness (mostly 0/1); with device scalars and resident points the
-// zeros and ones bypass Pippenger (msm_split.cuh). dense: how many scalars went through
-// Pippenger (n when not split).
+// how: msm_how_t. The split and the wide windows need device scalars and resident points, and
+// either may decline; sppark's Pippenger then runs. dense: how many scalars went through a
+// Pippenger (n unless split).
 template<class bucket, class ctx_t, class point, class affine>
-static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, bool split,
+static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                          point* out, float* ms, size_t* dense)
 {
     return guarded([&] {
         if (n > ctx->npoints)
             throw std::invalid_argument("MSM: more scalars than points");
+        if (how > MSM_DENSE)
+            throw std::invalid_argument("MSM: unknown path");
         const gpu_t& gpu = gpu_at(ctx->index);
         auto started = std::chrono::steady_clock::now();
         *dense = n;
         if (n == 0) {
             out->inf();
         } else {
-            bool done = split && on_device && ctx->d_points != nullptr
-                && split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
+            const bool on_chip = on_device && ctx->d_points != nullptr;
+            bool done = false;
+            if (on_chip && how == MSM_WITNESS)
+                done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
+            if constexpr (std::is_same<bucket, bucket_t>::value) {
+                if (on_chip && how == MSM_DENSE)
+                    done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out);
+            }
             if (!done)
                 ctx_pippenger<ctx_t, point, affine>(ctx, scalars, n, on_device, out);
         }
@@ -124,16 +139,16 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
 
 CUZK_FFI RustError cuzk_msm_g1_create(size_t index, const affine_t* points, size_t n, bool resident, msm_g1_ctx** out)
 {   return ctx_create(index, points, n, resident, out);   }
-CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, bool split,
+CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                                    point_t* out, float* ms, size_t* dense)
-{   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, split, out, ms, dense);   }
+{   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, how, out, ms, dense);   }
 CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
 {   ctx_destroy(ctx);   }
 
 CUZK_FFI RustError cuzk_msm_g2_create(size_t index, const affine_fp2_t* points, size_t n, bool resident, msm_g2_ctx** out)
 {   return ctx_create(index, points, n, resident, out);   }
-CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, bool split,
+CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                                    point_fp2_t* out, float* ms, size_t* dense)
-{   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, split, out, ms, dense);   }
+{   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, how, out, ms, dense);   }
 CUZK_FFI void cuzk_msm_g2_destroy(msm_g2_ctx* ctx)
 {   ctx_destroy(ctx);   }

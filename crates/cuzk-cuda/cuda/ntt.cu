@@ -1,30 +1,46 @@
-// NTTs over BLS12-381 Fr (sppark's kernels) and Groth16's quotient on the device:
-//   for v in a, b, c:  v ← iNTT(v) (bit-reversed coefficients) → coset NTT (natural order)
-//   h ← (a·b − c) · (gⁿ − 1)⁻¹   pointwise, Z being constant on the coset g·⟨ω⟩
-//   h ← coset iNTT(h)            (natural-order coefficients, h[n-1] = 0)
-// The three inputs go up on three streams so the transforms of a overlap the upload of b, c.
-// The result stays on the device: the H MSM reads it there (no host round trip).
+// NTTs over BLS12-381 Fr (sppark's kernels) and Groth16's quotient on the device.
+//
+// h = (A·B − C)/Z with Z = xⁿ − 1. Let P = A·B = P_lo + xⁿ·P_hi (degree < 2n − 1). On the
+// coset g·⟨ω⟩, xⁿ = gⁿ, so the coset iNTT of A·B's coset values gives R = P_lo + gⁿ·P_hi; and
+// the plain iNTT of c gives C's coefficients. The textbook route takes C to the coset too and
+// divides there: coset iNTT((A·B − C)/(gⁿ − 1)) = (R − C)/(gⁿ − 1). Dividing after the inverse
+// transform instead saves c's coset NTT, so 6 transforms instead of 7, for any a, b, c:
+//   a, b:  iNTT (bit-reversed coefficients) → coset NTT (natural-order values)
+//   c:     iNTT (bit-reversed coefficients)
+//   b ← a·b pointwise → coset iNTT (bit-reversed R)
+//   h[i] ← (R − C)[rev(i)] · (gⁿ − 1)⁻¹ into a's buffer, natural order (h[n-1] = 0)
+// Nothing is bit-reversed in place. The three inputs go up on three streams so the transforms
+// of a overlap the upload of b, c. The result stays on the device: the H MSM reads it there.
 #include "common.cuh"
 #include <ntt/ntt.cuh>
 
 
-__global__ void quotient_pointwise(fr_t* a, const fr_t* b, const fr_t* c, const fr_t z_inv, size_t n)
+__global__ void pointwise_product(fr_t* b, const fr_t* a, size_t n)
 {
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        b[i] = a[i] * b[i];
+}
+
+// h[i] = (r[rev(i)] − c[rev(i)]) · z_inv: r and c in bit-reversed order, h natural. The reads
+// are a gather, but each element is one whole 32-byte sector, so no bandwidth is wasted.
+__global__ void quotient_combine(fr_t* h, const fr_t* r, const fr_t* c, const fr_t z_inv, uint32_t lg_n)
+{
+    const size_t n = (size_t)1 << lg_n;
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        fr_t t = a[i] * b[i];
-        t -= c[i];
-        a[i] = t * z_inv;
+        const size_t j = lg_n == 0 ? 0 : __brev((uint32_t)i) >> (32 - lg_n);
+        fr_t t = r[j];
+        t -= c[j];
+        h[i] = t * z_inv;
     }
 }
 
-static void launch_pointwise(stream_t& s, fr_t* a, const fr_t* b, const fr_t* c, const fr_t& z_inv, size_t n)
+static unsigned pointwise_grid(const stream_t& s, size_t n, unsigned threads)
 {
-    const unsigned threads = 256;
     size_t blocks = (n + threads - 1) / threads;
     size_t cap = (size_t)s.sm_count() * 8;
-    quotient_pointwise<<<(unsigned)(blocks < cap ? blocks : cap), threads, 0, s>>>(a, b, c, z_inv, n);
-    CUDA_OK(cudaGetLastError());
+    return (unsigned)(blocks < cap ? blocks : cap);
 }
 
 // In-place NTT of a host vector (a test and benchmark entry; the prover uses the quotient).
@@ -41,26 +57,33 @@ CUZK_FFI RustError cuzk_ntt(size_t index, fr_t* inout, uint32_t lg_n, int order,
     });
 }
 
-// The quotient on device buffers d_abc = [a | b | c], each n = 2^lg_n long, a ← h.
-// The caller has ordered the three flip-flop streams after whatever produced the inputs.
+// The quotient on device buffers d_abc = [a | b | c], each n = 2^lg_n long, a ← h (b and c
+// are clobbered). The caller has ordered the three flip-flop streams after whatever produced
+// the inputs.
 static void quotient_on_device(const gpu_t& gpu, fr_t* d_abc, uint32_t lg_n, const fr_t& z_inv)
 {
     const size_t n = (size_t)1 << lg_n;
     fr_t* v[3] = {d_abc, d_abc + n, d_abc + 2 * n};
-    // n = 1: every transform is the identity (and g^0 = 1), only the pointwise step is left.
-    for (int i = 0; i < 3 && lg_n > 0; i++) {
-        stream_t& s = gpu[i];
-        NTT::Base_dev_ptr(s, v[i], lg_n, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
-        NTT::Base_dev_ptr(s, v[i], lg_n, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+    // n = 1: every transform is the identity (and g^1 − 1 is Z on the coset), so only the
+    // pointwise steps are left.
+    if (lg_n > 0) {
+        for (int i = 0; i < 3; i++)
+            NTT::Base_dev_ptr(gpu[i], v[i], lg_n, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+        for (int i = 0; i < 2; i++)
+            NTT::Base_dev_ptr(gpu[i], v[i], lg_n, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
     }
     for (int i = 0; i < 3; i++) {
         event_t done(gpu[i]);
         done.wait(gpu);
     }
     stream_t& s0 = gpu;
-    launch_pointwise(s0, v[0], v[1], v[2], z_inv, n);
+    const unsigned threads = 256;
+    pointwise_product<<<pointwise_grid(s0, n, threads), threads, 0, s0>>>(v[1], v[0], n);
+    CUDA_OK(cudaGetLastError());
     if (lg_n > 0)
-        NTT::Base_dev_ptr(s0, v[0], lg_n, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+        NTT::Base_dev_ptr(s0, v[1], lg_n, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::coset);
+    quotient_combine<<<pointwise_grid(s0, n, threads), threads, 0, s0>>>(v[0], v[1], v[2], z_inv, lg_n);
+    CUDA_OK(cudaGetLastError());
 }
 
 // a, b, c: host vectors of m ≤ 2^lg_n evaluations (zero-padded here). On success *d_h owns a

@@ -7,7 +7,7 @@
 use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use cuzk_cuda::buffer::DeviceBuffer;
-use cuzk_cuda::msm::{MsmG1, MsmG2, Scalars, MIN_GPU_MSM};
+use cuzk_cuda::msm::{MsmG1, MsmG2, MsmPath, Scalars, MIN_GPU_MSM};
 use cuzk_cuda::ntt::{self, Direction, Kind, Order};
 use cuzk_cuda::pce::{query_indices, DevicePce};
 use cuzk_cuda::{B2Placement, CudaOptions, CudaProver, Residency};
@@ -227,6 +227,63 @@ fn witness_msms_split_on_the_device_equal_the_cpu_msm() {
         let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
         let (got, _, _) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap();
         assert_eq!(got, msm_g2(&pts, &sc), "G2 witness MSM ones={ones}% zeros={zeros}%");
+    }
+}
+
+/// `n` distinct G1 points, fast enough for millions: per chunk a random start and repeated
+/// addition of one random step, chunks on all cores.
+fn many_g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
+    const CHUNK: usize = 1 << 14;
+    let step = G1Projective::random(&mut *r);
+    let starts: Vec<G1Projective> = (0..n.div_ceil(CHUNK)).map(|_| G1Projective::random(&mut *r)).collect();
+    let mut out = vec![G1Affine::identity(); n];
+    let threads = std::thread::available_parallelism().map_or(4, |t| t.get());
+    let per_thread = starts.len().div_ceil(threads) * CHUNK;
+    std::thread::scope(|scope| {
+        for (t, part) in out.chunks_mut(per_thread).enumerate() {
+            let starts = &starts[t * per_thread / CHUNK..];
+            scope.spawn(move || {
+                for (o, start) in part.chunks_mut(CHUNK).zip(starts) {
+                    let mut acc = *start;
+                    let proj: Vec<G1Projective> = (0..o.len()).map(|_| { acc += step; acc }).collect();
+                    G1Projective::batch_normalize(&proj, o);
+                }
+            });
+        }
+    });
+    out
+}
+
+#[test]
+fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
+    let mut r = rng(12);
+    // 2^24 + 5 points: 20-bit windows, whose top window (15 bits) sppark's sort spreads over
+    // 32 buckets a digit, folded before the reduction; the prefix below 2^24 takes 17-bit
+    // windows (no spread). Sizes below 2^22 are declined (sppark's Pippenger).
+    let n = (1usize << 24) + 5;
+    let pts = many_g1_points(&mut r, n);
+    let mut sc = edge_scalars(&mut r, n);
+    // Scalars about r/2, where the signed digits flip sign, and the largest ones.
+    let half = Fr::from(2u64).invert().unwrap();
+    for (i, v) in [-half, half, -half - Fr::ONE, -Fr::ONE, -Fr::from(2u64)].into_iter().enumerate() {
+        sc[10 * i + 3] = v;
+    }
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    for (offset, len) in [(0, n), (0, n - 6), (5, n - 5), (0, (1 << 22) - 1)] {
+        let want = msm_g1(&pts[..len], &sc[offset..offset + len]);
+        let dense = Scalars::Device { buffer: &buf, offset, len };
+        let (got, _, _) = m.run_path_on_device(dense, MsmPath::Dense).unwrap();
+        assert_eq!(got, want, "dense MSM offset={offset} len={len}");
+        let (plain, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset, len }, MsmPath::Sppark).unwrap();
+        assert_eq!(plain, want, "sppark MSM offset={offset} len={len}");
+    }
+    // All zeros, all ones: empty buckets everywhere but one.
+    for v in [Fr::ZERO, Fr::ONE] {
+        let same = vec![v; n];
+        let (b, _) = DeviceBuffer::upload(DEV, &same).unwrap();
+        let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense).unwrap();
+        assert_eq!(got, msm_g1(&pts, &same), "dense MSM of {n} equal scalars");
     }
 }
 

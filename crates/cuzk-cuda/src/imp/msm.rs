@@ -13,6 +13,10 @@
 //! resident points and device scalars; otherwise, or when too many scalars are dense, the
 //! whole vector goes through Pippenger as before.
 //!
+//! Dense G1 MSMs from device scalars over ≥ 2^22 resident points (H) take wider windows than
+//! sppark picks (`cuda/msm_wide.cuh`): 12 windows of 22 bits instead of 15 of 18 at 2^27.
+//! Without room for its temporaries that path declines and sppark's Pippenger runs.
+//!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
 //! `forget_srs`) before the SRS itself.
@@ -34,6 +38,18 @@ pub enum Scalars<'a> {
 
 /// MSMs with fewer points run on the CPU.
 pub const MIN_GPU_MSM: usize = 1 << 12;
+
+/// How the device runs an MSM (`msm_how_t` in cuda/msm.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MsmPath {
+    /// sppark's Pippenger as it is (benchmarks and tests compare against it).
+    Sppark = 0,
+    /// Witness scalars: split by value when it can be.
+    Witness = 1,
+    /// Dense scalars: wide windows when it can be (G1, device scalars, resident points).
+    Dense = 2,
+}
 
 impl Scalars<'_> {
     pub fn len(&self) -> usize {
@@ -96,19 +112,19 @@ macro_rules! msm_context {
             /// Σ scalars[i]·points[i] over the first `scalars.len()` points, on the device, or
             /// on the CPU below [`MIN_GPU_MSM`] points; also the wall ms.
             pub fn run(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
-                self.run_with(scalars, false).map(|(p, ms, _)| (p, ms))
+                self.run_with(scalars, MsmPath::Dense).map(|(p, ms, _)| (p, ms))
             }
 
             /// The same for witness scalars (mostly 0/1): split on the device when it can be
             /// (see the module doc). Also how many scalars went through Pippenger.
             pub fn run_witness(&self, scalars: Scalars<'_>) -> Result<($proj, f32, usize), CudaError> {
-                self.run_with(scalars, true)
+                self.run_with(scalars, MsmPath::Witness)
             }
 
-            fn run_with(&self, scalars: Scalars<'_>, split: bool) -> Result<($proj, f32, usize), CudaError> {
+            fn run_with(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
                 let n = scalars.raw().1;
                 if n >= MIN_GPU_MSM || self.host.is_null() {
-                    return self.device_msm(scalars, split);
+                    return self.device_msm(scalars, how);
                 }
                 let started = std::time::Instant::now();
                 let host = scalars.to_host()?;
@@ -120,21 +136,26 @@ macro_rules! msm_context {
             /// The same as [`Self::run`], always on the device (benchmarks and probes of the
             /// device path).
             pub fn run_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
-                self.device_msm(scalars, false).map(|(p, ms, _)| (p, ms))
+                self.device_msm(scalars, MsmPath::Dense).map(|(p, ms, _)| (p, ms))
             }
 
             /// [`Self::run_witness`], always on the device.
             pub fn run_witness_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32, usize), CudaError> {
-                self.device_msm(scalars, true)
+                self.device_msm(scalars, MsmPath::Witness)
             }
 
-            fn device_msm(&self, scalars: Scalars<'_>, split: bool) -> Result<($proj, f32, usize), CudaError> {
+            /// On the device by the path given (benchmarks and tests compare the paths).
+            pub fn run_path_on_device(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
+                self.device_msm(scalars, how)
+            }
+
+            fn device_msm(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
                 let (ptr, n, on_device) = scalars.raw();
                 assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
                 let mut out = <$raw_proj>::default();
                 let mut ms = 0f32;
                 let mut dense = n;
-                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, split, &mut out, &mut ms, &mut dense) })?;
+                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, how as u32, &mut out, &mut ms, &mut dense) })?;
                 // SAFETY: blstrs' projective type is repr(transparent) over blst's, and sppark's
                 // Jacobian result has blst's layout (X, Y, Z in Montgomery form).
                 Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms, dense))

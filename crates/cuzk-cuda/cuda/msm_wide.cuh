@@ -1,0 +1,275 @@
+// Dense MSMs over many resident points with wider windows than sppark's msm_t picks.
+//
+// Why: the H MSM of a 32 GiB PoRep partition is 2^27 dense scalars, and it was 1.1 s of the
+// 1.9 s a partition holds the device. msm_t caps its window at 18 bits (15 windows of 255-bit
+// scalars) and processes 2^27 points in 8 batches, each ending in a bucket reduction of one
+// block per window and a host round trip. Every window costs one bucket addition per point,
+// so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
+// window is private, so this file drives sppark's public kernels itself:
+//   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
+//   thread per bucket) and batch_addition (window 0's first bucket, as msm_t does)
+// over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
+// parallel over the buckets of every window instead of one block per window.
+//
+// Bucket reduction. Window y's sum is S = Σ_x (x+1)·B_x over its 2^(w-1) buckets (bucket x
+// holds digit x+1). Cut the buckets into chunks of k: with, per chunk c,
+//   W_c = Σ_j (j+1)·B_{ck+j}   and   A_c = Σ_j B_{ck+j},
+// S = Σ_c W_c + k·Σ_c c·A_c. The second sum has the same form one level up, so a level maps
+// pairs (W, A) with scale 2^s to fewer pairs with scale 2^(s+lg k):
+//   W' = Σ_j W_j + 2^s·Σ_j j·A_j,   A' = Σ_j A_j,   Σ_j j·A_j by a descending running sum,
+// and the last level leaves one pair per window whose W is S. The first level reads the
+// buckets as both W and A (W = A = B, s = 0 gives W' = Σ_j (j+1)·B_j).
+//
+// The top window. It holds only the scalar's last `top` bits, so it has few distinct digits,
+// and sppark's sort spreads each over 2^shift buckets (shift = w − top) by the low bits of the
+// point index, which keeps accumulate's threads balanced. Its bucket x holds digit
+// (x >> shift) + 1. Before the reduction each group of 2^shift buckets is folded into one
+// (wide_fold_top), which leaves the usual layout. A thread folds a whole group, so the window
+// is chosen with shift ≤ WIDE_MAX_TOP_SHIFT.
+//
+// Only G1 (its field elements fit one thread; sppark splits a G2 coordinate over two). The
+// caller falls back to msm_t when this declines: too few points, or temporaries that do not
+// fit (about 100 bytes per point at 22 bits).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+// Smallest MSM taken here, as a power of two, and the widest window. sppark's own window at
+// 2^22 points is already 18 bits; below that the gain is small. 22 bits: 12 windows, and the
+// buckets (12 · 2^21 · 192 bytes) still fit beside the parameters.
+static const uint32_t WIDE_MIN_LG_POINTS = 22;
+static const uint32_t WIDE_MAX_WBITS = 22;
+// Buckets per thread in the first reduction level, and pairs per thread after it. 256 keeps
+// ~8192 threads per window busy at 22 bits; later levels are small.
+static const uint32_t WIDE_FIRST_CHUNK = 256;
+static const uint32_t WIDE_NEXT_CHUNK = 64;
+static const uint32_t WIDE_MAX_TOP_SHIFT = 9;
+
+struct wide_shape_t {
+    uint32_t wbits, nwins, top, shift;
+};
+
+// The widest window ≤ min(WIDE_MAX_WBITS, lg n − 4) whose top window folds cheaply: at 2^27
+// points 22 bits (12 windows, top 13 bits, shift 9); 21 would leave a 3-bit top window.
+static wide_shape_t wide_shape(uint32_t lg_n, uint32_t bit_length)
+{
+    uint32_t w = std::min(WIDE_MAX_WBITS, lg_n - 4);
+    for (;; w--) {
+        uint32_t nwins = (bit_length - 1) / w + 1;
+        uint32_t top = bit_length - w * (nwins - 1);
+        if (w - std::min(w, top) <= WIDE_MAX_TOP_SHIFT || w <= 16)
+            return {w, nwins, top, w - std::min(w, top)};
+    }
+}
+
+// Top window: fold each group of 2^shift buckets into tmp[g] (one thread a group) ...
+template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
+__launch_bounds__(256) __global__
+static void wide_fold_top(const bucket_h* row, uint32_t shift, uint32_t groups, bucket_h* tmp)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t g = threadIdx.x + blockIdx.x * blockDim.x;
+    if (g >= groups)
+        return;
+    const bucket_h* p = row + ((size_t)g << shift);
+    bucket_t acc = p[0];
+    #pragma unroll 1
+    for (uint32_t i = 1; i < (1u << shift); i++) {
+        bucket_t b = p[i];
+        acc.add(b);
+    }
+    tmp[g] = acc;
+#endif
+}
+
+// ... then lay the folded groups out as ordinary buckets: row[g] = tmp[g], the rest empty.
+template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
+__launch_bounds__(256) __global__
+static void wide_place_top(bucket_h* row, uint32_t len, const bucket_h* tmp, uint32_t groups)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t x = threadIdx.x + blockIdx.x * blockDim.x;
+    if (x >= len)
+        return;
+    if (x < groups) {
+        bucket_t b = tmp[x];
+        row[x] = b;
+    } else {
+        row[x].inf();
+    }
+#endif
+}
+
+// One reduction level (see the file comment): per window `m` input pairs, `k` per thread,
+// m/k output pairs. `a_in == w_in` marks the first level (buckets as both W and A).
+template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
+__launch_bounds__(256) __global__
+static void wide_reduce(const bucket_h* w_in, const bucket_h* a_in, uint32_t m, uint32_t k,
+                        uint32_t lg_scale, uint32_t nwins, bucket_h* w_out, bucket_h* a_out)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t per_win = m / k;
+    const uint32_t tid = threadIdx.x + blockIdx.x * blockDim.x;
+    if (tid >= nwins * per_win)
+        return;
+    const size_t base = (size_t)(tid / per_win) * m + (size_t)(tid % per_win) * k;
+    const bool first = w_in == a_in;
+
+    bucket_t run, tot, wsum;
+    run.inf();
+    tot.inf();
+    wsum.inf();
+    #pragma unroll 1
+    for (uint32_t j = k - 1; j > 0; j--) {
+        bucket_t a = a_in[base + j];
+        run.add(a);
+        tot.add(run);           // tot = Σ_{i ≥ j} run_i = Σ_j j·A_j when the loop ends
+        if (!first) {
+            bucket_t w = w_in[base + j];
+            wsum.add(w);
+        }
+    }
+    bucket_t a0 = a_in[base];
+    run.add(a0);
+    if (first) {
+        wsum = run;
+    } else {
+        bucket_t w0 = w_in[base];
+        wsum.add(w0);
+    }
+    #pragma unroll 1
+    for (uint32_t i = 0; i < lg_scale; i++) {
+        bucket_t t = tot;       // a copy: add() of a point to itself doubles it
+        tot.add(t);
+    }
+    wsum.add(tot);
+    w_out[tid] = wsum;
+    a_out[tid] = run;
+#endif
+}
+
+// Σ scalars[i]·points[i], i < n, both on the device, scalars in Montgomery form. Returns false,
+// having computed nothing, when declined; throws cuda_error on any other CUDA failure.
+template<class bucket_t, class point_t, class affine_t>
+static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d_scalars, size_t n,
+                     point_t& out)
+{
+    using bucket_h = typename bucket_t::mem_t;
+    using affine_h = typename affine_t::mem_t;
+
+    if (n < (size_t(1) << WIDE_MIN_LG_POINTS) || n >= (size_t(1) << 31))
+        return false;
+    uint32_t lg_n = 0;
+    while ((size_t(2) << lg_n) <= n)
+        lg_n++;
+    const wide_shape_t shape = wide_shape(lg_n, scalar_t::bit_length());
+    const uint32_t wbits = shape.wbits, nwins = shape.nwins, top = shape.top;
+    const uint32_t row = 1u << (wbits - 1);
+    const uint32_t top_groups = row >> shape.shift;
+    const uint32_t len = (uint32_t)n;
+    const size_t stride = (n + WARP_SZ - 1) / WARP_SZ * WARP_SZ;
+    const size_t nsums = (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    const size_t first_pairs = (size_t)nwins * (row / WIDE_FIRST_CHUNK);
+    const stream_t& s = gpu[2];
+
+    // Every temporary first: a failed allocation declines before anything is computed.
+    split_buffer_t<uint32_t> digits{nwins * stride, s};
+    split_buffer_t<uint2> temps{2 * stride, s};
+    split_buffer_t<uint32_t> hist{(size_t)nwins * row, s};
+    split_buffer_t<bucket_h> buckets{(size_t)nwins * row + nsums, s};
+    split_buffer_t<bucket_h> pairs{4 * first_pairs, s};   // two (W, A) generations
+    split_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
+    if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
+        return false;
+
+    const bool trace = getenv("CUZK_MSM_TRACE") != nullptr;
+    timing_event t0, t1, t2, t3, t4;
+    t0.record(s);
+
+    vec2d_t<uint32_t> d_digits{digits.ptr, (uint32_t)stride};   // n < 2^31
+    vec2d_t<uint2> d_temps{temps.ptr, (uint32_t)stride};
+    vec2d_t<uint32_t> d_hist{hist.ptr, row};
+    affine_h* d_points = (affine_h*)d_points_v;
+
+    // Digits, then per window the point indices sorted by bucket (two windows per launch).
+    // The grid follows msm_t's: a third of the SMs rounded down to a power of two.
+    uint32_t grid = gpu.sm_count() / 3;
+    while (grid & (grid - 1))
+        grid &= grid - 1;
+    breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, s>>>(d_digits, d_scalars, (size_t)len, nwins, wbits, true);
+    CUDA_OK(cudaGetLastError());
+    const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
+    // The top window's digits have top − 1 bits (see the file comment).
+    uint32_t win = 0;
+    for (; win + 1 < nwins; win += 2)
+        s.launch_coop(sort, {{grid, 2}, SORT_BLOCKDIM, sort_shared}, d_digits, (size_t)len, win, d_temps, d_hist,
+                      wbits - 1, wbits - 1, win + 2 == nwins ? top - 1 : wbits - 1);
+    if (win < nwins)
+        s.launch_coop(sort, {{grid, 1}, SORT_BLOCKDIM, sort_shared}, d_digits, (size_t)len, win, d_temps, d_hist,
+                      wbits - 1, top - 1, 0u);
+    t1.record(s);
+
+    // Buckets: one thread each; window 0's bucket 0 by batch addition (accumulate skips it).
+    bucket_h* sums = buckets.ptr + (size_t)nwins * row;
+    void (*add_listed)(bucket_h*, const affine_h*, size_t, const uint32_t*, const uint32_t&) =
+        batch_addition<bucket_t, affine_h>;
+    add_listed<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(sums, d_points, (size_t)len, &d_digits[0][0], d_hist[0][0]);
+    CUDA_OK(cudaGetLastError());
+    s.launch_coop(accumulate<bucket_t, affine_h>, {gpu.sm_count(), 0},
+                  buckets.ptr, nwins, wbits, d_points, d_digits, d_hist, 0u);
+    if (shape.shift > 0) {
+        bucket_h* top_row = buckets.ptr + (size_t)(nwins - 1) * row;
+        wide_fold_top<bucket_t><<<(top_groups + 255) / 256, 256, 0, s>>>(top_row, shape.shift, top_groups, folded.ptr);
+        CUDA_OK(cudaGetLastError());
+        wide_place_top<bucket_t><<<(row + 255) / 256, 256, 0, s>>>(top_row, row, folded.ptr, top_groups);
+        CUDA_OK(cudaGetLastError());
+    }
+    t2.record(s);
+
+    // Reduction levels down to one pair per window.
+    const bucket_h* w_in = buckets.ptr;
+    const bucket_h* a_in = buckets.ptr;
+    uint32_t m = row, lg_scale = 0, gen = 0;
+    while (m > 1) {
+        uint32_t k = (w_in == a_in) ? std::min(WIDE_FIRST_CHUNK, m) : std::min(WIDE_NEXT_CHUNK, m);
+        uint32_t outs = nwins * (m / k);
+        bucket_h* w_out = pairs.ptr + (size_t)(2 * gen) * first_pairs;
+        bucket_h* a_out = w_out + first_pairs;
+        wide_reduce<bucket_t><<<(outs + 255) / 256, 256, 0, s>>>(w_in, a_in, m, k, lg_scale, nwins, w_out, a_out);
+        CUDA_OK(cudaGetLastError());
+        uint32_t lg_k = 0;
+        while ((1u << lg_k) < k)
+            lg_k++;
+        lg_scale += lg_k;
+        m /= k;
+        w_in = w_out;
+        a_in = a_out;
+        gen ^= 1;
+    }
+    t3.record(s);
+
+    std::vector<bucket_t> window_sums(nwins), partial(nsums);
+    s.DtoH(window_sums.data(), w_in, nwins);
+    s.DtoH(partial.data(), sums, nsums);
+    t4.record(s);
+    s.sync();
+
+    // Σ_y 2^(w·y)·S_y by Horner from the top window, plus window 0's first bucket.
+    out.inf();
+    for (uint32_t y = nwins; y-- > 0;) {
+        for (uint32_t i = 0; i < wbits; i++)
+            out.dbl();
+        point_t p = window_sums[y];
+        out.add(p);
+    }
+    point_t first_bucket = sum_up(partial);
+    out.add(first_bucket);
+    if (trace)
+        fprintf(stderr, "cuzk wide MSM n=%zu w=%u windows=%u: digits+sort %.2f ms, buckets %.2f ms (top window folded), reduce %.2f ms, copy %.2f ms\n",
+                n, wbits, nwins, t1.ms_since(t0), t2.ms_since(t1), t3.ms_since(t2), t4.ms_since(t3));
+    return true;
+}
