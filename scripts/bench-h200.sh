@@ -8,6 +8,7 @@
 #   scripts/bench-h200.sh BIN_DIR porep64  cuzk, verified: 64 GiB PoRep N=1
 #   scripts/bench-h200.sh BIN_DIR post32   cuzk, verified: WinningPoSt 32 GiB (N=2), then a full
 #                                          WindowPoSt 32 GiB partition (2349 sectors, N=1)
+#   scripts/bench-h200.sh BIN_DIR wpost32  cuzk, verified: the WindowPoSt 32 GiB partition alone (N=1)
 #   scripts/bench-h200.sh BIN_DIR snap32   cuzk, verified: SnapDeals 32 GiB (16 partitions, N=1)
 #   scripts/bench-h200.sh BIN_DIR deadline32  WinningPoSt 32 GiB idle, then every 4 s beside a 32 GiB
 #                                          PoRep stream (N=4, J=2): end-to-end latency, PoRep s/proof
@@ -66,6 +67,7 @@ case "$mode" in
         ours winning32 2 1 "${D0:-60}" "" winning-32g
         TP_SECTORS=2349 ours wpost32 1 1 "${D1:-120}" "" wpost-32g
         ;;
+    wpost32) TP_SECTORS=${TP_SECTORS:-2349} ours wpost32 1 1 "${D1:-120}" "" wpost-32g ;;
     snap32) ours snap32 "${N:-1}" "${J:-1}" "${D0:-240}" "" snap-32g ;;
     deadline32)
         # WinningPoSt 32 GiB proofs (CRITICAL) beside a 32 GiB PoRep stream, and on the idle

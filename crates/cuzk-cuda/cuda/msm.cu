@@ -104,7 +104,8 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on
 
 // scalars: host (on_device == false) or device memory, n ≤ the context's point count.
 // how: msm_how_t. The split and the wide windows need device scalars and resident points, and
-// either may decline; sppark's Pippenger then runs. dense: how many scalars went through a
+// either may decline: a declined split tries the wide windows, and sppark's Pippenger runs
+// when neither did. dense: how many scalars went through a
 // Pippenger (n unless split).
 template<class bucket, class ctx_t, class point, class affine>
 static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
@@ -125,8 +126,9 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
             bool done = false;
             if (on_chip && how == MSM_WITNESS)
                 done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
+            // A witness too dense to split is a dense MSM like any other.
             if constexpr (std::is_same<bucket, bucket_t>::value) {
-                if (on_chip && how == MSM_DENSE)
+                if (on_chip && !done && how != MSM_SPPARK)
                     done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out);
             }
             if (!done)

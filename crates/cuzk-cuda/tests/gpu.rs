@@ -277,6 +277,10 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
         assert_eq!(got, want, "dense MSM offset={offset} len={len}");
         let (plain, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset, len }, MsmPath::Sppark).unwrap();
         assert_eq!(plain, want, "sppark MSM offset={offset} len={len}");
+        // As a witness it is far too dense to split: the whole vector goes through a Pippenger
+        // (the wide one in G1).
+        let (as_witness, _, dense) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset, len }).unwrap();
+        assert_eq!((as_witness, dense), (want, len), "dense witness MSM offset={offset} len={len}");
     }
     // All zeros, all ones: empty buckets everywhere but one.
     for v in [Fr::ZERO, Fr::ONE] {

@@ -13,9 +13,10 @@
 //! resident points and device scalars; otherwise, or when too many scalars are dense, the
 //! whole vector goes through Pippenger as before.
 //!
-//! Dense G1 MSMs from device scalars over ≥ 2^22 resident points (H) take wider windows than
-//! sppark picks (`cuda/msm_wide.cuh`): 12 windows of 22 bits instead of 15 of 18 at 2^27.
-//! Without room for its temporaries that path declines and sppark's Pippenger runs.
+//! Dense G1 MSMs from device scalars over ≥ 2^22 resident points (H, and witnesses too dense
+//! to split) take wider windows than sppark picks (`cuda/msm_wide.cuh`): 12 windows of 22 bits
+//! instead of 15 of 18 at 2^27. Without room for its temporaries that path declines and
+//! sppark's Pippenger runs.
 //!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
