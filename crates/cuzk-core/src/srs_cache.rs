@@ -21,6 +21,7 @@ use cuzk_filecoin::params::param_files;
 use cuzk_filecoin::{CircuitId, ProofKind};
 use cuzk_groth16::setup::FixedBaseMul;
 use cuzk_groth16::srs::load_verifying_key;
+use cuzk_groth16::srs_sink::QuerySink;
 use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
 use parking_lot::Mutex;
 
@@ -51,6 +52,10 @@ struct Budget {
     /// Sees every load before any job: the backend may take the points onto its devices and
     /// release the host copy (then only the verifying key stays counted).
     adopt: Box<dyn Fn(&mut Srs) + Send + Sync>,
+    /// Offered the queries of a generated setup while they are made
+    /// (`cuzk_groth16::srs_sink`): a backend that accepts takes every point then, and the
+    /// host never holds the whole key.
+    sink: Arc<dyn QuerySink>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
@@ -144,9 +149,16 @@ impl SrsCache {
 
     /// Count every load against `memory` from now on; `forget` sees parameters evicted to
     /// make room before they are freed, `adopt` every load before a job has it (see
-    /// `ProverBackend::adopt_srs`). Only the first call takes effect.
-    pub fn attach_budget(&self, memory: Arc<MemoryBudget>, forget: impl Fn(&Srs) + Send + Sync + 'static, adopt: impl Fn(&mut Srs) + Send + Sync + 'static) {
-        let _ = self.budget.set(Budget { memory, forget: Box::new(forget), adopt: Box::new(adopt) });
+    /// `ProverBackend::adopt_srs`), `sink` the queries of a generated setup while they are
+    /// made (see `ProverBackend::begin_queries`). Only the first call takes effect.
+    pub fn attach_budget(
+        &self,
+        memory: Arc<MemoryBudget>,
+        forget: impl Fn(&Srs) + Send + Sync + 'static,
+        adopt: impl Fn(&mut Srs) + Send + Sync + 'static,
+        sink: Arc<dyn QuerySink>,
+    ) {
+        let _ = self.budget.set(Budget { memory, forget: Box::new(forget), adopt: Box::new(adopt), sink });
     }
 
     /// The cache `config` describes. `setup_engine` supplies the generated setup's multiplier
@@ -353,7 +365,8 @@ impl SrsCache {
             // matrices is the engine's PCE cache's (mapped from the file this may have saved).
             let pc = source.matrices.get_unpinned(circuit)?;
             tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
-            let srs = cuzk_pce::setup::generate_srs_with(&pc, source.seed, &circuit.to_string(), &*source.mul)
+            let sink = self.budget.get().map(|b| &*b.sink);
+            let srs = cuzk_pce::setup::generate_srs_into(&pc, source.seed, &circuit.to_string(), &*source.mul, sink)
                 .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;
             return Ok(done(srs));
         }

@@ -118,6 +118,14 @@ pub trait ProverBackend: Send + Sync {
     /// ([`Srs::release_points`]); the host then keeps only the verifying key and the lengths.
     fn adopt_srs(&self, _srs: &mut Srs) {}
 
+    /// Offered before a generated setup computes any point (see [`crate::srs_sink`]): a
+    /// backend that will hold every point on every device it proves on may take them chunk by
+    /// chunk as they are made, so that the host never holds the whole key. `None` (the
+    /// default): the points are made on the host, and [`Self::adopt_srs`] sees them after.
+    fn begin_queries(&self, _path: &std::path::Path, _id: u64, _lens: &crate::srs::QueryLens) -> Option<Box<dyn crate::srs_sink::QueryTaker + '_>> {
+        None
+    }
+
     /// A circuit's pre-compiled matrices (`cuzk_pce::PreCompiled`, as `Any`), loaded by a
     /// preload before any proof of the circuit. A backend that evaluates matrices on its
     /// devices may copy them there now, so that the circuit's first proof does not: at 32 GiB

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use blstrs::Scalar as Fr;
 use cuzk_groth16::setup::{self, Evaluations, SetupError, Trapdoor};
+use cuzk_groth16::srs_sink::QuerySink;
 use cuzk_groth16::{Srs, VerifyingKey};
 use ff::Field;
 use rayon::prelude::*;
@@ -36,6 +37,14 @@ pub fn generate_srs(pc: &PreCompiled, seed: u64, label: &str) -> Result<Srs, Set
 /// [`generate_srs`] with the fixed-base multiplications done by `mul` (e.g. a GPU); the
 /// points are the same whoever computes them.
 pub fn generate_srs_with(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn setup::FixedBaseMul) -> Result<Srs, SetupError> {
+    generate_srs_into(pc, seed, label, mul, None)
+}
+
+/// [`generate_srs_with`], offering the queries to `sink` (see `cuzk_groth16::srs_sink`): a
+/// backend that accepts receives every point as it is computed, and the result keeps none.
+/// The matrices' mapped pages are given back once the evaluations are done (the setup reads
+/// the matrices no more), so at the peak the host holds the aux evaluations and one chunk.
+pub fn generate_srs_into(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn setup::FixedBaseMul, sink: Option<&dyn QuerySink>) -> Result<Srs, SetupError> {
     let t = Trapdoor::from_seed(seed);
     let domain = setup::domain_for(pc.num_constraints)?;
     let start = Instant::now();
@@ -43,7 +52,8 @@ pub fn generate_srs_with(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn set
     let (inputs, aux) = evaluations(pc, &lagrange);
     drop(lagrange);
     tracing::info!(circuit = label, secs = start.elapsed().as_secs_f64(), "setup: QAP evaluations at τ");
-    setup::assemble(pc.num_constraints, inputs, aux, &t, generated_path(label, seed), mul)
+    pc.drop_mapped_pages();
+    setup::assemble_into(pc.num_constraints, inputs, aux, &t, generated_path(label, seed), mul, sink)
 }
 
 /// Only the verifying key of [`generate_srs`]'s parameters (the same key), without any aux

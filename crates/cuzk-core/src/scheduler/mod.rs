@@ -26,7 +26,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, InputError, ProofKind, ProofRequest};
-use cuzk_groth16::{DeviceReport, ProverBackend};
+use cuzk_groth16::srs_sink::{QuerySink, QueryTaker};
+use cuzk_groth16::{DeviceReport, ProverBackend, QueryLens};
 use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
@@ -521,10 +522,20 @@ impl Shared {
 /// The daemon's parameters count against its one memory budget; those evicted to make room
 /// leave the backend's device copies first.
 fn attach(srs: Arc<SrsCache>, memory: &Arc<MemoryBudget>, backend: &Arc<dyn ProverBackend>) -> Arc<SrsCache> {
+    let sink = Arc::new(BackendQueries(backend.clone()));
     let backend = backend.clone();
     let adopter = backend.clone();
-    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s), move |s| adopter.adopt_srs(s));
+    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s), move |s| adopter.adopt_srs(s), sink);
     srs
+}
+
+/// The backend as the parameters' query sink (`ProverBackend::begin_queries`).
+struct BackendQueries(Arc<dyn ProverBackend>);
+
+impl QuerySink for BackendQueries {
+    fn begin(&self, path: &std::path::Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
+        self.0.begin_queries(path, id, lens)
+    }
 }
 
 fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {

@@ -20,6 +20,7 @@
 //! caller computes those sums from its matrices (`cuzk_pce::setup` does, from PCE's CSR form).
 
 pub mod fixed_base;
+mod queries;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -33,8 +34,10 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use self::fixed_base::{FixedBase, G1, G2};
+use self::queries::{Destination, HostQueries};
 use crate::ntt::Domain;
-use crate::srs::{Srs, VerifyingKey};
+use crate::srs::{QueryLens, Srs, VerifyingKey};
+use crate::srs_sink::QuerySink;
 
 /// Window width of the fixed-base tables, G1 and G2: 22 additions per multiplication, tables
 /// of 4.3 MB (G1) and 8.6 MB (G2). On the 2-core dev box, 2^16 G1 multiplications took
@@ -136,6 +139,8 @@ pub enum SetupError {
     Lengths,
     #[error("fixed-base multiplication on {engine} failed: {message}")]
     Engine { engine: String, message: String },
+    #[error("the prover backend could not take the parameters while they were made: {0}")]
+    Backend(String),
 }
 
 /// The FFT domain a circuit of `num_constraints` rows (input rows included) is proved over.
@@ -172,10 +177,7 @@ pub fn lagrange_at(domain: &Domain, tau: Fr, rows: usize) -> Result<Vec<Fr>, Set
 /// (β·u + α·v + w)·scale, the numerators of IC and L.
 fn combined(e: &Evaluations, t: &Trapdoor, scale: Fr) -> Vec<Fr> {
     let mut out = Vec::new();
-    (&e.u, &e.v, &e.w)
-        .into_par_iter()
-        .map(|(u, v, w)| (t.beta * u + t.alpha * v + w) * scale)
-        .collect_into_vec(&mut out);
+    (&e.u, &e.v, &e.w).into_par_iter().map(|(u, v, w)| (t.beta * u + t.alpha * v + w) * scale).collect_into_vec(&mut out);
     out
 }
 
@@ -209,6 +211,36 @@ pub fn assemble(
     path: PathBuf,
     mul: &dyn FixedBaseMul,
 ) -> Result<Srs, SetupError> {
+    assemble_into(num_constraints, inputs, aux, t, path, mul, None)
+}
+
+/// [`assemble`], offering the queries to `sink` first (see [`crate::srs_sink`]): when it
+/// accepts, every chunk of points goes to the backend as soon as it is computed and the
+/// returned parameters hold only the verifying key and the lengths. The points are the same
+/// either way.
+pub fn assemble_into(
+    num_constraints: usize,
+    inputs: Evaluations,
+    aux: Evaluations,
+    t: &Trapdoor,
+    path: PathBuf,
+    mul: &dyn FixedBaseMul,
+    sink: Option<&dyn QuerySink>,
+) -> Result<Srs, SetupError> {
+    assemble_chunked(num_constraints, inputs, aux, t, path, mul, sink, queries::CHUNK)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble_chunked(
+    num_constraints: usize,
+    inputs: Evaluations,
+    aux: Evaluations,
+    t: &Trapdoor,
+    path: PathBuf,
+    mul: &dyn FixedBaseMul,
+    sink: Option<&dyn QuerySink>,
+    chunk: usize,
+) -> Result<Srs, SetupError> {
     for e in [&inputs, &aux] {
         if e.u.len() != e.v.len() || e.u.len() != e.w.len() {
             return Err(SetupError::Lengths);
@@ -218,36 +250,47 @@ pub fn assemble(
     let delta_inv = t.delta.invert().expect("δ is non-zero");
     let start = Instant::now();
     let vk = verifying_key(&inputs, t);
+    let b_len = queries::count_nonzero(&inputs.v, &aux.v);
+    let lens = QueryLens {
+        h: domain.n - 1,
+        l: aux.u.len(),
+        a: queries::count_nonzero(&inputs.u, &aux.u),
+        b_g1: b_len,
+        b_g2: b_len,
+    };
+    let id = Srs::next_id();
+    let mut dest = match sink.and_then(|s| s.begin(&path, id, &lens)) {
+        Some(taker) => Destination::Taker(taker),
+        None => Destination::Host(HostQueries::with_capacity(&lens)),
+    };
+    let streamed = matches!(dest, Destination::Taker(_));
 
     // h: τ^i · t(τ)/δ.
     let t_tau = t.tau.pow_vartime([domain.n as u64]) - Fr::ONE;
-    let h_scalars = powers(t.tau, t_tau * delta_inv, domain.n - 1);
-    let h = mul.g1(&h_scalars)?;
-    drop(h_scalars);
-    tracing::info!(points = h.len(), secs = start.elapsed().as_secs_f64(), engine = %mul.name(), "setup: H query");
+    queries::h_query(chunk, t.tau, t_tau * delta_inv, lens.h, mul, &mut dest)?;
+    tracing::info!(points = lens.h, secs = start.elapsed().as_secs_f64(), engine = %mul.name(), streamed, "setup: H query");
 
     // A and B over inputs then aux, points at infinity left out.
-    let nonzero = |a: &[Fr], b: &[Fr]| -> Vec<Fr> { a.iter().chain(b).copied().filter(|s| !bool::from(s.is_zero())).collect() };
-    let a = mul.g1(&nonzero(&inputs.u, &aux.u))?;
-    let b_scalars = nonzero(&inputs.v, &aux.v);
-    let b_g1 = mul.g1(&b_scalars)?;
-    let b_g2 = mul.g2(&b_scalars)?;
-    drop(b_scalars);
-    tracing::info!(a = a.len(), b = b_g1.len(), secs = start.elapsed().as_secs_f64(), "setup: A and B queries");
+    queries::a_and_b_queries(chunk, &inputs, &aux, mul, &mut dest)?;
+    tracing::info!(a = lens.a, b = lens.b_g1, secs = start.elapsed().as_secs_f64(), "setup: A and B queries");
 
-    let l_scalars = combined(&aux, t, delta_inv);
-    drop(aux);
-    if let Some(i) = l_scalars.iter().position(|s| bool::from(s.is_zero())) {
-        return Err(SetupError::UnconstrainedVariable(i));
+    queries::l_query(chunk, aux, t, delta_inv, mul, &mut dest)?;
+    tracing::info!(points = lens.l, secs = start.elapsed().as_secs_f64(), "setup: L query, done");
+    let empty = Srs { vk, h: Vec::new(), l: Vec::new(), a: Vec::new(), b_g1: Vec::new(), b_g2: Vec::new(), path, synthetic: false, insecure: true, id, released: None };
+    match dest {
+        Destination::Taker(taker) => {
+            taker.finish().map_err(SetupError::Backend)?;
+            Ok(Srs { released: Some(lens), ..empty })
+        }
+        Destination::Host(q) => {
+            debug_assert!(q.b_g2.iter().all(|p: &G2Affine| !bool::from(p.is_identity())));
+            Ok(Srs { h: q.h, l: q.l, a: q.a, b_g1: q.b_g1, b_g2: q.b_g2, ..empty })
+        }
     }
-    let l = mul.g1(&l_scalars)?;
-    tracing::info!(points = l.len(), secs = start.elapsed().as_secs_f64(), "setup: L query, done");
-    debug_assert!(b_g2.iter().all(|p: &G2Affine| !bool::from(p.is_identity())));
-    Ok(Srs { vk, h, l, a, b_g1, b_g2, path, synthetic: false, insecure: true, id: Srs::next_id(), released: None })
 }
 
 /// first · base^i for i < n, in parallel chunks.
-fn powers(base: Fr, first: Fr, n: usize) -> Vec<Fr> {
+pub(crate) fn powers(base: Fr, first: Fr, n: usize) -> Vec<Fr> {
     const CHUNK: usize = 1 << 14;
     let mut out = vec![Fr::ZERO; n];
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
@@ -259,3 +302,6 @@ fn powers(base: Fr, first: Fr, n: usize) -> Vec<Fr> {
     });
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! The generated setup's five queries, produced in chunks (of [`CHUNK`] points in production,
+//! smaller in tests, so that chunk boundaries are exercised) and each chunk
+//! handed to its destination at once: the host vectors of the [`Srs`], or a backend's
+//! [`QueryTaker`] (see [`crate::srs_sink`]). A chunk's scalars and points are the only
+//! per-query memory (L's scalars are made in place of the w evaluations), so with a taker the
+//! host holds the aux evaluations plus one chunk, never a whole query.
+
+use blstrs::{G1Affine, G2Affine, Scalar as Fr};
+use ff::Field;
+use rayon::prelude::*;
+
+use super::{Evaluations, FixedBaseMul, SetupError, Trapdoor};
+use crate::srs::QueryLens;
+use crate::srs_sink::{G1Query, QueryTaker};
+
+/// Points per chunk: 1.5 GiB of G1 (3 GiB of G2) points beside 0.5 GiB of scalars.
+pub(crate) const CHUNK: usize = 1 << 24;
+
+/// Where the chunks go.
+pub(crate) enum Destination<'a> {
+    Host(HostQueries),
+    Taker(Box<dyn QueryTaker + 'a>),
+}
+
+/// The five queries on the host, reserved at their final lengths (no regrowing copies).
+#[derive(Default)]
+pub(crate) struct HostQueries {
+    pub h: Vec<G1Affine>,
+    pub l: Vec<G1Affine>,
+    pub a: Vec<G1Affine>,
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+}
+
+impl HostQueries {
+    pub fn with_capacity(lens: &QueryLens) -> Self {
+        HostQueries {
+            h: Vec::with_capacity(lens.h),
+            l: Vec::with_capacity(lens.l),
+            a: Vec::with_capacity(lens.a),
+            b_g1: Vec::with_capacity(lens.b_g1),
+            b_g2: Vec::with_capacity(lens.b_g2),
+        }
+    }
+}
+
+impl Destination<'_> {
+    fn g1(&mut self, query: G1Query, offset: usize, points: Vec<G1Affine>) -> Result<(), SetupError> {
+        match self {
+            Destination::Host(h) => {
+                let v = match query {
+                    G1Query::H => &mut h.h,
+                    G1Query::L => &mut h.l,
+                    G1Query::A => &mut h.a,
+                    G1Query::BG1 => &mut h.b_g1,
+                };
+                debug_assert_eq!(v.len(), offset, "chunks arrive in order");
+                v.extend_from_slice(&points);
+                Ok(())
+            }
+            Destination::Taker(t) => t.take_g1(query, offset, &points).map_err(SetupError::Backend),
+        }
+    }
+
+    fn b_g2(&mut self, offset: usize, points: Vec<G2Affine>) -> Result<(), SetupError> {
+        match self {
+            Destination::Host(h) => {
+                debug_assert_eq!(h.b_g2.len(), offset, "chunks arrive in order");
+                h.b_g2.extend_from_slice(&points);
+                Ok(())
+            }
+            Destination::Taker(t) => t.take_b_g2(offset, &points).map_err(SetupError::Backend),
+        }
+    }
+}
+
+/// Non-zero entries of `inputs ++ aux`: how many there are (the A and B query lengths).
+pub(crate) fn count_nonzero(inputs: &[Fr], aux: &[Fr]) -> usize {
+    inputs.par_iter().chain(aux.par_iter()).filter(|s| !bool::from(s.is_zero())).count()
+}
+
+/// H: τ^i · first for i < n, chunk by chunk.
+pub(crate) fn h_query(chunk: usize, tau: Fr, first: Fr, n: usize, mul: &dyn FixedBaseMul, dest: &mut Destination<'_>) -> Result<(), SetupError> {
+    let mut offset = 0;
+    while offset < n {
+        let len = chunk.min(n - offset);
+        let scalars = super::powers(tau, first * tau.pow_vartime([offset as u64]), len);
+        dest.g1(G1Query::H, offset, mul.g1(&scalars)?)?;
+        offset += len;
+    }
+    Ok(())
+}
+
+/// The non-zero scalars of `inputs ++ aux`, in order, a chunk at a time.
+fn nonzero_chunks<'s>(chunk: usize, inputs: &'s [Fr], aux: &'s [Fr]) -> impl Iterator<Item = Vec<Fr>> + 's {
+    let mut all = inputs.iter().chain(aux).filter(|s| !bool::from(s.is_zero())).copied().peekable();
+    std::iter::from_fn(move || {
+        all.peek()?;
+        Some(all.by_ref().take(chunk).collect())
+    })
+}
+
+/// A (from the u evaluations) and B in G1 and G2 (from v), infinity points left out.
+pub(crate) fn a_and_b_queries(chunk: usize, inputs: &Evaluations, aux: &Evaluations, mul: &dyn FixedBaseMul, dest: &mut Destination<'_>) -> Result<(), SetupError> {
+    let mut offset = 0;
+    for scalars in nonzero_chunks(chunk, &inputs.u, &aux.u) {
+        let len = scalars.len();
+        dest.g1(G1Query::A, offset, mul.g1(&scalars)?)?;
+        offset += len;
+    }
+    let mut offset = 0;
+    for scalars in nonzero_chunks(chunk, &inputs.v, &aux.v) {
+        let len = scalars.len();
+        dest.g1(G1Query::BG1, offset, mul.g1(&scalars)?)?;
+        dest.b_g2(offset, mul.g2(&scalars)?)?;
+        offset += len;
+    }
+    Ok(())
+}
+
+/// L: (β·u + α·v + w)/δ for every aux variable, none of which may be zero. The scalars are
+/// made in place of w, and u and v are freed before any point is made.
+pub(crate) fn l_query(chunk: usize, aux: Evaluations, t: &Trapdoor, delta_inv: Fr, mul: &dyn FixedBaseMul, dest: &mut Destination<'_>) -> Result<(), SetupError> {
+    let Evaluations { u, v, w: mut scalars } = aux;
+    scalars.par_iter_mut().zip(u.par_iter().zip(v.par_iter())).for_each(|(w, (u, v))| *w = (t.beta * u + t.alpha * v + *w) * delta_inv);
+    drop((u, v));
+    if let Some(i) = scalars.iter().position(|s| bool::from(s.is_zero())) {
+        return Err(SetupError::UnconstrainedVariable(i));
+    }
+    for (c, part) in scalars.chunks(chunk).enumerate() {
+        dest.g1(G1Query::L, c * chunk, mul.g1(part)?)?;
+    }
+    Ok(())
+}
