@@ -117,7 +117,8 @@ impl QueryTaker for Taker<'_> {
     }
 }
 
-fn prove_winning(s: &Scheduler, f: &common::Fixture) {
+/// One WinningPoSt through the engine, completed (so verified by the engine); its proof.
+fn winning_proof(s: &Scheduler, f: &common::Fixture) -> Vec<u8> {
     let job = s.submit("", None, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap().job_id;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let r = match rt.block_on(s.await_job(&job, Some(Duration::from_secs(600)))).unwrap() {
@@ -125,7 +126,12 @@ fn prove_winning(s: &Scheduler, f: &common::Fixture) {
         AwaitOutcome::TimedOut => panic!("WinningPoSt did not finish"),
     };
     assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
-    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
+    r.proof
+}
+
+fn prove_winning(s: &Scheduler, f: &common::Fixture) {
+    let proof = winning_proof(s, f);
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &proof).unwrap());
 }
 
 #[test]
@@ -180,13 +186,7 @@ fn a_backend_takes_a_generated_setup_while_it_is_made_and_the_host_keeps_none() 
     let s = Scheduler::start(config, Some(backend.clone() as Arc<dyn ProverBackend>)).unwrap();
     // The proof is verified by the engine against the generated (INSECURE) key; filecoin-proofs'
     // check would need the fixture's own parameters.
-    let job = s.submit("", None, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap().job_id;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let r = match rt.block_on(s.await_job(&job, Some(Duration::from_secs(600)))).unwrap() {
-        AwaitOutcome::Done(r) => r,
-        AwaitOutcome::TimedOut => panic!("WinningPoSt did not finish"),
-    };
-    assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
+    winning_proof(&s, f);
     let offered = backend.offered.lock().clone();
     assert_eq!(offered.len(), 1, "one load, offered once");
     assert_eq!(*backend.adopted.lock(), 1);

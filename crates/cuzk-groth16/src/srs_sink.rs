@@ -14,7 +14,7 @@
 //! handed over are gone from the host, so nothing can fall back); a taker dropped unfinished
 //! discards what it was given.
 //!
-//! Loaders that offer their queries: the generated setup ([`crate::setup::assemble_into`]).
+//! Loaders that offer their queries: the generated setup ([`crate::setup::assemble`]).
 
 use std::path::Path;
 

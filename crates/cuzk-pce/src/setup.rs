@@ -53,7 +53,7 @@ pub fn generate_srs_into(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn set
     drop(lagrange);
     tracing::info!(circuit = label, secs = start.elapsed().as_secs_f64(), "setup: QAP evaluations at τ");
     pc.drop_mapped_pages();
-    setup::assemble_into(pc.num_constraints, inputs, aux, &t, generated_path(label, seed), mul, sink)
+    setup::assemble(pc.num_constraints, inputs, aux, &t, generated_path(label, seed), mul, sink)
 }
 
 /// Only the verifying key of [`generate_srs`]'s parameters (the same key), without any aux

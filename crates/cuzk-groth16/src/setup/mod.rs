@@ -203,22 +203,11 @@ pub fn verifying_key(inputs: &Evaluations, t: &Trapdoor) -> VerifyingKey {
 /// Build the full parameters. `inputs`/`aux` are the evaluations of every input (ONE first)
 /// and every aux variable; `num_constraints` counts A's rows, input rows included; `path`
 /// names the result in logs and status. Progress goes to `tracing`.
+///
+/// The queries are offered to `sink` first (see [`crate::srs_sink`]): when it accepts, every
+/// chunk of points goes to the backend as soon as it is computed and the returned parameters
+/// hold only the verifying key and the lengths. The points are the same either way.
 pub fn assemble(
-    num_constraints: usize,
-    inputs: Evaluations,
-    aux: Evaluations,
-    t: &Trapdoor,
-    path: PathBuf,
-    mul: &dyn FixedBaseMul,
-) -> Result<Srs, SetupError> {
-    assemble_into(num_constraints, inputs, aux, t, path, mul, None)
-}
-
-/// [`assemble`], offering the queries to `sink` first (see [`crate::srs_sink`]): when it
-/// accepts, every chunk of points goes to the backend as soon as it is computed and the
-/// returned parameters hold only the verifying key and the lengths. The points are the same
-/// either way.
-pub fn assemble_into(
     num_constraints: usize,
     inputs: Evaluations,
     aux: Evaluations,
