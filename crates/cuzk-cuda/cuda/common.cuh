@@ -59,3 +59,22 @@ static inline const gpu_t& gpu_at(size_t index)
         throw std::invalid_argument("device index out of range");
     return select_gpu((int)index);
 }
+
+// A stream-ordered device buffer whose allocation may fail without throwing (ptr stays null):
+// the MSM paths of msm_split.cuh and msm_wide.cuh decline, instead of failing the MSM, when
+// the device has no room for their temporaries.
+template<typename T>
+struct optional_buffer_t {
+    T* ptr = nullptr;
+    cudaStream_t stream;
+    optional_buffer_t(size_t n, cudaStream_t s) : stream(s)
+    {
+        if (n > 0 && cudaMallocAsync((void**)&ptr, n * sizeof(T), s) != cudaSuccess) {
+            (void)cudaGetLastError();   // out of memory is not sticky; clear it
+            ptr = nullptr;
+        }
+    }
+    ~optional_buffer_t() { if (ptr) (void)cudaFreeAsync(ptr, stream); }
+    optional_buffer_t(const optional_buffer_t&) = delete;
+    optional_buffer_t& operator=(const optional_buffer_t&) = delete;
+};

@@ -105,8 +105,7 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on
 // scalars: host (on_device == false) or device memory, n ≤ the context's point count.
 // how: msm_how_t. The split and the wide windows need device scalars and resident points, and
 // either may decline: a declined split tries the wide windows, and sppark's Pippenger runs
-// when neither did. dense: how many scalars went through a
-// Pippenger (n unless split).
+// when neither did. dense: how many scalars went through a Pippenger (n unless split).
 template<class bucket, class ctx_t, class point, class affine>
 static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                          point* out, float* ms, size_t* dense)

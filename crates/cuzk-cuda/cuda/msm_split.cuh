@@ -127,24 +127,6 @@ static void split_gather(const scalar_t* scalars, uint32_t n, fr_words_t one, co
 #endif
 }
 
-// A stream-ordered device buffer whose allocation may fail without throwing: a device with no
-// room for the split's temporaries declines the split instead of failing the MSM.
-template<typename T>
-struct split_buffer_t {
-    T* ptr = nullptr;
-    cudaStream_t stream;
-    split_buffer_t(size_t n, cudaStream_t s) : stream(s)
-    {
-        if (n > 0 && cudaMallocAsync((void**)&ptr, n * sizeof(T), s) != cudaSuccess) {
-            (void)cudaGetLastError();   // out of memory is not sticky; clear it
-            ptr = nullptr;
-        }
-    }
-    ~split_buffer_t() { if (ptr) (void)cudaFreeAsync(ptr, stream); }
-    split_buffer_t(const split_buffer_t&) = delete;
-    split_buffer_t& operator=(const split_buffer_t&) = delete;
-};
-
 // Σ scalars[i]·points[i] over i < n with both vectors on the device, by the split above, and
 // in `dense` how many scalars went through Pippenger. Returns false, having computed nothing,
 // when the split is declined; the caller then runs the plain MSM. Throws cuda_error on any
@@ -168,8 +150,8 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
     const stream_t& s = gpu[2];
     const uint32_t grid = gpu.sm_count() * 2;
 
-    split_buffer_t<uint32_t> d_bitmap{nwords, s};
-    split_buffer_t<uint32_t> d_counts{2, s};
+    optional_buffer_t<uint32_t> d_bitmap{nwords, s};
+    optional_buffer_t<uint32_t> d_counts{2, s};
     if (!d_bitmap.ptr || !d_counts.ptr)
         return false;
     CUDA_OK(cudaMemsetAsync(d_counts.ptr, 0, 2 * sizeof(uint32_t), s));
@@ -184,9 +166,9 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
 
     // Every temporary first, so that a failed allocation declines before anything is computed.
     const size_t nsums = (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-    split_buffer_t<scalar_t> d_dense_scalars{m, s};
-    split_buffer_t<raw_t> d_dense_points{m, s};
-    split_buffer_t<bucket_h> d_sums{counts[0] > 0 ? nsums : 0, s};
+    optional_buffer_t<scalar_t> d_dense_scalars{m, s};
+    optional_buffer_t<raw_t> d_dense_points{m, s};
+    optional_buffer_t<bucket_h> d_sums{counts[0] > 0 ? nsums : 0, s};
     if ((m > 0 && (!d_dense_scalars.ptr || !d_dense_points.ptr)) || (counts[0] > 0 && !d_sums.ptr))
         return false;
 

@@ -177,12 +177,12 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const stream_t& s = gpu[2];
 
     // Every temporary first: a failed allocation declines before anything is computed.
-    split_buffer_t<uint32_t> digits{nwins * stride, s};
-    split_buffer_t<uint2> temps{2 * stride, s};
-    split_buffer_t<uint32_t> hist{(size_t)nwins * row, s};
-    split_buffer_t<bucket_h> buckets{(size_t)nwins * row + nsums, s};
-    split_buffer_t<bucket_h> pairs{4 * first_pairs, s};   // two (W, A) generations
-    split_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
+    optional_buffer_t<uint32_t> digits{nwins * stride, s};
+    optional_buffer_t<uint2> temps{2 * stride, s};
+    optional_buffer_t<uint32_t> hist{(size_t)nwins * row, s};
+    optional_buffer_t<bucket_h> buckets{(size_t)nwins * row + nsums, s};
+    optional_buffer_t<bucket_h> pairs{4 * first_pairs, s};   // two (W, A) generations
+    optional_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
     if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
         return false;
 

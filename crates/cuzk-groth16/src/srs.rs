@@ -87,8 +87,9 @@ pub struct Srs {
     /// point vectors' addresses change when they are released.
     pub id: u64,
     /// The query lengths as they were, once the host copies of h, l, a, b_g1 and b_g2 have been
-    /// released ([`Srs::release_points`]) by a backend that keeps them on every device; the
-    /// five vectors are empty from then on.
+    /// released ([`Srs::release_points`]) by a backend that keeps them on every device, or
+    /// were never made (a backend took them while they were generated, see
+    /// [`crate::srs_sink`]); the five vectors are empty from then on.
     pub released: Option<QueryLens>,
 }
 

@@ -34,7 +34,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use self::fixed_base::{FixedBase, G1, G2};
-use self::queries::{Destination, HostQueries};
+use self::queries::Destination;
 use crate::ntt::Domain;
 use crate::srs::{QueryLens, Srs, VerifyingKey};
 use crate::srs_sink::QuerySink;
@@ -177,7 +177,10 @@ pub fn lagrange_at(domain: &Domain, tau: Fr, rows: usize) -> Result<Vec<Fr>, Set
 /// (β·u + α·v + w)·scale, the numerators of IC and L.
 fn combined(e: &Evaluations, t: &Trapdoor, scale: Fr) -> Vec<Fr> {
     let mut out = Vec::new();
-    (&e.u, &e.v, &e.w).into_par_iter().map(|(u, v, w)| (t.beta * u + t.alpha * v + w) * scale).collect_into_vec(&mut out);
+    (&e.u, &e.v, &e.w)
+        .into_par_iter()
+        .map(|(u, v, w)| (t.beta * u + t.alpha * v + w) * scale)
+        .collect_into_vec(&mut out);
     out
 }
 
@@ -247,12 +250,13 @@ fn assemble_chunked(
         b_g1: b_len,
         b_g2: b_len,
     };
-    let id = Srs::next_id();
-    let mut dest = match sink.and_then(|s| s.begin(&path, id, &lens)) {
+    let mut srs = Srs { vk, h: Vec::new(), l: Vec::new(), a: Vec::new(), b_g1: Vec::new(), b_g2: Vec::new(), path, synthetic: false, insecure: true, id: Srs::next_id(), released: None };
+    let taker = sink.and_then(|s| s.begin(&srs.path, srs.id, &lens));
+    let streamed = taker.is_some();
+    let mut dest = match taker {
         Some(taker) => Destination::Taker(taker),
-        None => Destination::Host(HostQueries::with_capacity(&lens)),
+        None => Destination::host(&mut srs, &lens),
     };
-    let streamed = matches!(dest, Destination::Taker(_));
 
     // h: τ^i · t(τ)/δ.
     let t_tau = t.tau.pow_vartime([domain.n as u64]) - Fr::ONE;
@@ -265,17 +269,11 @@ fn assemble_chunked(
 
     queries::l_query(chunk, aux, t, delta_inv, mul, &mut dest)?;
     tracing::info!(points = lens.l, secs = start.elapsed().as_secs_f64(), "setup: L query, done");
-    let empty = Srs { vk, h: Vec::new(), l: Vec::new(), a: Vec::new(), b_g1: Vec::new(), b_g2: Vec::new(), path, synthetic: false, insecure: true, id, released: None };
-    match dest {
-        Destination::Taker(taker) => {
-            taker.finish().map_err(SetupError::Backend)?;
-            Ok(Srs { released: Some(lens), ..empty })
-        }
-        Destination::Host(q) => {
-            debug_assert!(q.b_g2.iter().all(|p: &G2Affine| !bool::from(p.is_identity())));
-            Ok(Srs { h: q.h, l: q.l, a: q.a, b_g1: q.b_g1, b_g2: q.b_g2, ..empty })
-        }
+    if dest.finish()? {
+        srs.released = Some(lens);
     }
+    debug_assert!(srs.b_g2.iter().all(|p: &G2Affine| !bool::from(p.is_identity())));
+    Ok(srs)
 }
 
 /// first · base^i for i < n, in parallel chunks.

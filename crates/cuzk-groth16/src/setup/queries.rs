@@ -1,6 +1,6 @@
 //! The generated setup's five queries, produced in chunks (of [`CHUNK`] points in production,
 //! smaller in tests, so that chunk boundaries are exercised) and each chunk
-//! handed to its destination at once: the host vectors of the [`Srs`], or a backend's
+//! handed to its destination at once: the vectors of the [`Srs`] being built, or a backend's
 //! [`QueryTaker`] (see [`crate::srs_sink`]). A chunk's scalars and points are the only
 //! per-query memory (L's scalars are made in place of the w evaluations), so with a taker the
 //! host holds the aux evaluations plus one chunk, never a whole query.
@@ -10,49 +10,37 @@ use ff::Field;
 use rayon::prelude::*;
 
 use super::{Evaluations, FixedBaseMul, SetupError, Trapdoor};
-use crate::srs::QueryLens;
+use crate::srs::{QueryLens, Srs};
 use crate::srs_sink::{G1Query, QueryTaker};
 
 /// Points per chunk: 1.5 GiB of G1 (3 GiB of G2) points beside 0.5 GiB of scalars.
 pub(crate) const CHUNK: usize = 1 << 24;
 
-/// Where the chunks go.
+/// Where the chunks go: the vectors of the [`Srs`] being built (reserved at their final
+/// lengths, so no regrowing copies), or a backend's taker.
 pub(crate) enum Destination<'a> {
-    Host(HostQueries),
+    Host(&'a mut Srs),
     Taker(Box<dyn QueryTaker + 'a>),
 }
 
-/// The five queries on the host, reserved at their final lengths (no regrowing copies).
-#[derive(Default)]
-pub(crate) struct HostQueries {
-    pub h: Vec<G1Affine>,
-    pub l: Vec<G1Affine>,
-    pub a: Vec<G1Affine>,
-    pub b_g1: Vec<G1Affine>,
-    pub b_g2: Vec<G2Affine>,
-}
-
-impl HostQueries {
-    pub fn with_capacity(lens: &QueryLens) -> Self {
-        HostQueries {
-            h: Vec::with_capacity(lens.h),
-            l: Vec::with_capacity(lens.l),
-            a: Vec::with_capacity(lens.a),
-            b_g1: Vec::with_capacity(lens.b_g1),
-            b_g2: Vec::with_capacity(lens.b_g2),
-        }
+impl<'a> Destination<'a> {
+    pub fn host(srs: &'a mut Srs, lens: &QueryLens) -> Self {
+        srs.h.reserve_exact(lens.h);
+        srs.l.reserve_exact(lens.l);
+        srs.a.reserve_exact(lens.a);
+        srs.b_g1.reserve_exact(lens.b_g1);
+        srs.b_g2.reserve_exact(lens.b_g2);
+        Destination::Host(srs)
     }
-}
 
-impl Destination<'_> {
     fn g1(&mut self, query: G1Query, offset: usize, points: Vec<G1Affine>) -> Result<(), SetupError> {
         match self {
-            Destination::Host(h) => {
+            Destination::Host(srs) => {
                 let v = match query {
-                    G1Query::H => &mut h.h,
-                    G1Query::L => &mut h.l,
-                    G1Query::A => &mut h.a,
-                    G1Query::BG1 => &mut h.b_g1,
+                    G1Query::H => &mut srs.h,
+                    G1Query::L => &mut srs.l,
+                    G1Query::A => &mut srs.a,
+                    G1Query::BG1 => &mut srs.b_g1,
                 };
                 debug_assert_eq!(v.len(), offset, "chunks arrive in order");
                 v.extend_from_slice(&points);
@@ -62,11 +50,19 @@ impl Destination<'_> {
         }
     }
 
+    /// Every chunk was given: a taker finishes. Whether the backend took the queries.
+    pub fn finish(self) -> Result<bool, SetupError> {
+        match self {
+            Destination::Host(_) => Ok(false),
+            Destination::Taker(taker) => taker.finish().map(|()| true).map_err(SetupError::Backend),
+        }
+    }
+
     fn b_g2(&mut self, offset: usize, points: Vec<G2Affine>) -> Result<(), SetupError> {
         match self {
-            Destination::Host(h) => {
-                debug_assert_eq!(h.b_g2.len(), offset, "chunks arrive in order");
-                h.b_g2.extend_from_slice(&points);
+            Destination::Host(srs) => {
+                debug_assert_eq!(srs.b_g2.len(), offset, "chunks arrive in order");
+                srs.b_g2.extend_from_slice(&points);
                 Ok(())
             }
             Destination::Taker(t) => t.take_b_g2(offset, &points).map_err(SetupError::Backend),
