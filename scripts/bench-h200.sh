@@ -56,7 +56,7 @@ ours() { # name N J deadline [extra gpu keys] [circuit or size]
     TP_DEADLINE=$deadline TP_GPUS="$gpu_keys${keys:+$'\n'$keys}" \
         bash "$here/bench-throughput.sh" "$bin" "$work/tp" "$what" "$n" "$j" "${BACKEND:-cuda}" "$work/extra.toml" 2>&1 | tee "$out/ours-$name.log"
     # The device tool returns few files: one archive per run.
-    tar czf "$out/$name.tgz" -C "$work/tp/results" timeline.csv status.json metrics.txt daemon.log nvidia-smi.csv 2>/dev/null
+    tar czf "$out/$name.tgz" -C "$work/tp/results" timeline.csv status.json metrics.txt daemon.log nvidia-smi.csv rss-load.txt 2>/dev/null
     rm -f "$work/tp/results/"{done-*,proof-*,timeline.csv,status.json,metrics.txt} "$out/"{timeline.csv,status.json,metrics.txt}
 }
 

@@ -106,8 +106,11 @@ fi
 for _ in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
 [[ -S $sock ]] || { echo "daemon did not start"; tail -20 "$res/daemon.log"; exit 1; }
 
-# Parameters (and PCE matrices) before the clock starts: preload waits for them.
+# Parameters (and PCE matrices) before the clock starts: preload waits for them. The daemon's
+# RSS while they load ("seconds since the preload began, KiB"), to see which step sets the peak.
 t=$SECONDS
+( while kill -0 "$daemon" 2>/dev/null; do echo "$((SECONDS - t)) $(awk '/^VmRSS/ {print $2}' "/proc/$daemon/status")"; sleep 0.5; done ) > "$res/rss-load.txt" 2>/dev/null &
+load_rss_pid=$!
 "$bin/cuzk-bench" --addr "unix://$sock" preload "$circuit" || { tail -20 "$res/daemon.log"; exit 1; }
 echo "preload (PCE matrices + $inputs parameters): $((SECONDS - t)) s"
 if [[ -n ${beside:-} ]]; then
@@ -168,6 +171,7 @@ if [[ -n ${beside:-} ]]; then
 fi
 # The daemon's RSS while the proofs run (0.5 s samples): the load of the parameters, before
 # the clock, has its own peak (VmHWM, printed as "daemon peak RSS").
+kill "$load_rss_pid" 2>/dev/null
 ( while kill -0 "$daemon" 2>/dev/null; do awk '/^VmRSS/ {print $2}' "/proc/$daemon/status"; sleep 0.5; done ) > "$res/rss-kib.txt" 2>/dev/null &
 rss_pid=$!
 beside_pid=
@@ -199,6 +203,13 @@ if len(done) >= 2:
     print(f"steady state {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof (between completions)")
 mem = st["memory"]
 print(f"daemon peak RSS {mem['process_peak_rss_bytes'] / 2**30:.1f} GiB (now {mem['process_rss_bytes'] / 2**30:.1f} GiB)")
+try:
+    load = [tuple(map(int, l.split())) for l in open(f"{res}/rss-load.txt") if len(l.split()) == 2 and l.split()[1].isdigit()]
+    if load:
+        t, kib = max(load, key=lambda s: s[1])
+        print(f"daemon RSS during the load: peak {kib / 2**20:.1f} GiB at {t} s after the preload began ({len(load)} samples, 0.5 s)")
+except FileNotFoundError:
+    pass
 try:
     rss = [int(l) for l in open(f"{res}/rss-kib.txt") if l.strip().isdigit()]
     if rss:

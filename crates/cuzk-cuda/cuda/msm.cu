@@ -5,6 +5,8 @@
 // split of msm_split.cuh can read them too), and every proof reuses them.
 // Streaming: only the host pointer is kept and sppark copies the points per call (for cards
 // too small to hold the SRS; the host pages should be pinned, see cuzk_host_register).
+// A resident context may also be created without points and filled chunk by chunk
+// (ctx_fill), so that a setup being generated never has the whole query on the host.
 // Scalars are Fr in Montgomery form (blstrs' in-memory layout); results are Jacobian points
 // in blst's layout. The caller serialises use of one device (sppark's per-device streams are
 // shared by every context on that device).
@@ -43,6 +45,8 @@ struct msm_ctx {
 typedef msm_ctx<bucket_t, point_t, affine_t> msm_g1_ctx;
 typedef msm_ctx<bucket_fp2_t, point_fp2_t, affine_fp2_t> msm_g2_ctx;
 
+// points == nullptr (resident only): the device memory is allocated but not written; the
+// caller fills it with ctx_fill before any MSM.
 template<class ctx_t, class affine>
 static RustError ctx_create(size_t index, const affine* points, size_t npoints, bool resident, ctx_t** out)
 {
@@ -50,12 +54,15 @@ static RustError ctx_create(size_t index, const affine* points, size_t npoints, 
     return guarded([&] {
         if (npoints == 0)
             throw std::invalid_argument("MSM context over zero points");
+        if (points == nullptr && !resident)
+            throw std::invalid_argument("a streaming MSM context needs its host points");
         gpu_at(index);
         auto* ctx = new ctx_t{index, nullptr, resident ? nullptr : points, nullptr, npoints};
         try {
             if (resident) {
                 CUDA_OK(cudaMalloc(&ctx->d_points, npoints * sizeof(affine)));
-                CUDA_OK(cudaMemcpy(ctx->d_points, points, npoints * sizeof(affine), cudaMemcpyHostToDevice));
+                if (points != nullptr)
+                    CUDA_OK(cudaMemcpy(ctx->d_points, points, npoints * sizeof(affine), cudaMemcpyHostToDevice));
             }
             // The engine holds buckets only; resident points are handed to it per call.
             ctx->engine = new typename ctx_t::engine_t(nullptr, npoints, sizeof(affine), (int)index);
@@ -66,6 +73,20 @@ static RustError ctx_create(size_t index, const affine* points, size_t npoints, 
             throw;
         }
         *out = ctx;
+    });
+}
+
+// Points [offset, offset + n) of a resident context, from the host.
+template<class ctx_t, class affine>
+static RustError ctx_fill(ctx_t* ctx, size_t offset, const affine* points, size_t n)
+{
+    return guarded([&] {
+        if (ctx->d_points == nullptr)
+            throw std::invalid_argument("only a resident MSM context can be filled");
+        if (offset > ctx->npoints || n > ctx->npoints - offset)
+            throw std::invalid_argument("MSM fill beyond the context's points");
+        gpu_at(ctx->index);
+        CUDA_OK(cudaMemcpy((affine*)ctx->d_points + offset, points, n * sizeof(affine), cudaMemcpyHostToDevice));
     });
 }
 
@@ -143,6 +164,8 @@ CUZK_FFI RustError cuzk_msm_g1_create(size_t index, const affine_t* points, size
 CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                                    point_t* out, float* ms, size_t* dense)
 {   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, how, out, ms, dense);   }
+CUZK_FFI RustError cuzk_msm_g1_fill(msm_g1_ctx* ctx, size_t offset, const affine_t* points, size_t n)
+{   return ctx_fill(ctx, offset, points, n);   }
 CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
 {   ctx_destroy(ctx);   }
 
@@ -151,5 +174,7 @@ CUZK_FFI RustError cuzk_msm_g2_create(size_t index, const affine_fp2_t* points, 
 CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                                    point_fp2_t* out, float* ms, size_t* dense)
 {   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, how, out, ms, dense);   }
+CUZK_FFI RustError cuzk_msm_g2_fill(msm_g2_ctx* ctx, size_t offset, const affine_fp2_t* points, size_t n)
+{   return ctx_fill(ctx, offset, points, n);   }
 CUZK_FFI void cuzk_msm_g2_destroy(msm_g2_ctx* ctx)
 {   ctx_destroy(ctx);   }

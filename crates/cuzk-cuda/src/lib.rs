@@ -17,6 +17,8 @@
 //! * [`setup`] — the generated setup's fixed-base multiplications on a device;
 //! * [`prover`] — [`CudaProver`], the `ProverBackend`: per-device locks, device choice,
 //!   retry on another device or the CPU;
+//! * `adopt` — parameters resident on every device ahead of any proof, a generated setup's
+//!   taken chunk by chunk while it is made, so that the host copy can go;
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
@@ -29,6 +31,7 @@ pub mod health;
 
 #[cfg(feature = "cuda")]
 mod imp {
+    mod adopt;
     pub mod buffer;
     pub mod device;
     pub mod error;

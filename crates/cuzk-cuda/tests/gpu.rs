@@ -531,3 +531,67 @@ fn setup_fixed_base_matches_cpu_in_g1_and_g2() {
     let tail = cpu.g1(&big[big.len() - 200..]).unwrap();
     assert!(g[big.len() - 200..] == tail[..], "G1, past the first device chunk");
 }
+
+/// The CUDA backend as a generated setup's query sink (the engine's scheduler wraps it the
+/// same way).
+struct TakenBy<'a>(&'a CudaProver);
+
+impl cuzk_groth16::srs_sink::QuerySink for TakenBy<'_> {
+    fn begin(&self, path: &std::path::Path, id: u64, lens: &cuzk_groth16::QueryLens) -> Option<Box<dyn cuzk_groth16::srs_sink::QueryTaker + '_>> {
+        self.0.begin_queries(path, id, lens)
+    }
+}
+
+#[test]
+fn a_generated_setup_taken_onto_the_device_while_made_proves_as_the_host_copy_does() {
+    use cuzk_groth16::srs_sink::G1Query;
+    let mut r = rng(22);
+    let rounds = 40_000;
+    let pc = cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap();
+    let mul = cuzk_cuda::setup::CudaFixedBase::new(DEV);
+    let prover = CudaProver::new(CudaOptions::default()).unwrap();
+    let taken = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &mul, Some(&TakenBy(&prover))).unwrap();
+    assert!(taken.points_released(), "the device takes a generated setup that fits");
+    assert!([&taken.h, &taken.l, &taken.a, &taken.b_g1].iter().all(|q| q.is_empty()) && taken.b_g2.is_empty(), "no query point stays on the host");
+    let host = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &mul, None).unwrap();
+    assert!(!host.points_released());
+    assert!(taken.vk == host.vk);
+    assert_eq!(taken.query_lens(), host.query_lens());
+
+    // The device's points are the host's: the same randomness gives the same proof bytes.
+    let x0 = Fr::from(5u64);
+    let circuit = CubeChain { x0: Some(x0), rounds };
+    let out = chain(x0, rounds);
+    let rs = Randomness::random(&mut r);
+    let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
+    let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
+    let (on_device, t) = prover.prove_witness(&taken, &pc, w, rs, &Default::default()).unwrap();
+    assert!(t.device.is_some(), "proved on the device");
+    assert!(PreparedVerifyingKey::new(&taken.vk).verify(&on_device, &[out]).unwrap(), "verifies");
+    let mut cs = ProvingAssignment::new_with_one();
+    circuit.synthesize(&mut cs).unwrap();
+    cs.finish();
+    let (on_host, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs, &Default::default()).unwrap();
+    assert!(on_device.to_bytes() == on_host.to_bytes(), "device copy and host copy give the same proof");
+
+    // Chunks out of order, and a finish with points missing, are errors.
+    let lens = host.query_lens();
+    let path = std::path::Path::new("/test/taken-by-hand");
+    let mut taker = prover.begin_queries(path, Srs::next_id(), &lens).expect("room on the device");
+    taker.take_g1(G1Query::H, 0, &host.h[..100]).unwrap();
+    let e = taker.take_g1(G1Query::H, 200, &host.h[200..300]).unwrap_err();
+    assert!(e.contains("expected at 100"), "{e}");
+    let e = taker.take_b_g2(0, &host.b_g2[..lens.b_g2.min(10)]).and_then(|()| taker.take_b_g2(0, &host.b_g2[..1])).unwrap_err();
+    assert!(e.contains("B_G2"), "{e}");
+    let e = taker.finish().unwrap_err();
+    assert!(e.contains("incomplete"), "{e}");
+
+    // Declined: the operator keeps the host copy, or streams; or a query is too small for
+    // the device (those MSMs run on the CPU from host points).
+    for options in [CudaOptions { keep_host_params: true, ..Default::default() }, CudaOptions { residency: Residency::Never, ..Default::default() }] {
+        let p = CudaProver::new(options.clone()).unwrap();
+        assert!(p.begin_queries(path, Srs::next_id(), &lens).is_none(), "{options:?}");
+    }
+    let small = cuzk_groth16::QueryLens { b_g1: 100, b_g2: 100, ..lens };
+    assert!(prover.begin_queries(path, Srs::next_id(), &small).is_none(), "small queries stay on the host");
+}

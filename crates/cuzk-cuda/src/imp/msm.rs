@@ -85,7 +85,7 @@ impl Scalars<'_> {
 }
 
 macro_rules! msm_context {
-    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $run:ident, $destroy:ident, $cpu:ident) => {
+    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $fill:ident, $run:ident, $destroy:ident, $cpu:ident) => {
         pub struct $name {
             ctx: *mut $ctx,
             host: *const $affine,
@@ -108,6 +108,22 @@ macro_rules! msm_context {
                 let mut ctx = std::ptr::null_mut();
                 check(ffi::$create(index, points.as_ptr().cast::<$raw_affine>(), points.len(), resident, &mut ctx))?;
                 Ok($name { ctx, host: points.as_ptr(), len: points.len(), resident })
+            }
+
+            /// A resident context of `len` points on device `index` whose device memory is
+            /// allocated but not yet written: [`Self::fill`] writes it, every point before
+            /// the first MSM (the caller keeps count). It never reads host points, so small
+            /// MSMs run on the device too.
+            pub fn new_unfilled(index: usize, len: usize) -> Result<Self, CudaError> {
+                let mut ctx = std::ptr::null_mut();
+                check(unsafe { ffi::$create(index, std::ptr::null(), len, true, &mut ctx) })?;
+                Ok($name { ctx, host: std::ptr::null(), len, resident: true })
+            }
+
+            /// Points `offset..offset + points.len()` of a resident context, copied now.
+            pub fn fill(&mut self, offset: usize, points: &[$affine]) -> Result<(), CudaError> {
+                assert!(self.resident, "only a resident context holds points to fill");
+                check(unsafe { ffi::$fill(self.ctx, offset, points.as_ptr().cast::<$raw_affine>(), points.len()) })
             }
 
             /// Σ scalars[i]·points[i] over the first `scalars.len()` points, on the device, or
@@ -199,5 +215,5 @@ macro_rules! msm_context {
     };
 }
 
-msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_run, cuzk_msm_g1_destroy, msm_g1);
-msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_run, cuzk_msm_g2_destroy, msm_g2);
+msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_destroy, msm_g1);
+msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_destroy, msm_g2);

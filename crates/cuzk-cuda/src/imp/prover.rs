@@ -15,7 +15,8 @@
 //! or on the CPU backend if there is no other, and the device stays in service.
 //!
 //! This file is device choice, retry and health; the phases themselves are in
-//! [`super::phases`], the witness's way onto the device in [`super::witness`].
+//! [`super::phases`], the witness's way onto the device in [`super::witness`], parameters
+//! put on every device ahead of any proof in [`super::adopt`].
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -25,7 +26,8 @@ use std::time::{Duration, Instant};
 use blstrs::{G2Projective, Scalar as Fr};
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
 use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
-use cuzk_groth16::{CompactFrVec, CpuProver, DeviceReport, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::srs_sink::QueryTaker;
+use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
@@ -76,22 +78,22 @@ impl Default for CudaOptions {
     }
 }
 
-struct Gpu {
-    info: DeviceInfo,
+pub(super) struct Gpu {
+    pub(super) info: DeviceInfo,
     /// Held for the device-exclusive region of one partition.
-    lock: DeviceLock,
+    pub(super) lock: DeviceLock,
     /// Who holds `lock`, for status reports. Kept apart from `lock` so that a status request
     /// never waits seconds for a partition to release the device.
     current: Mutex<Option<WorkLabel>>,
     /// Partitions using or waiting for this device.
     active: AtomicUsize,
-    srs: Mutex<Vec<Arc<SrsOnDevice>>>,
+    pub(super) srs: Mutex<Vec<Arc<SrsOnDevice>>>,
     /// Keyed by the address of the host `PreCompiled` (which the PCE cache keeps for good).
     pce: Mutex<Vec<(usize, Arc<DevicePce>)>>,
     proved: AtomicU64,
     failures: AtomicU64,
     busy_ns: AtomicU64,
-    health: DeviceHealth,
+    pub(super) health: DeviceHealth,
 }
 
 /// Names the partition holding a device in `Gpu::current`, and clears it on drop (a panic
@@ -112,8 +114,8 @@ impl Drop for Holder<'_> {
 }
 
 pub struct CudaProver {
-    options: CudaOptions,
-    gpus: Vec<Gpu>,
+    pub(super) options: CudaOptions,
+    pub(super) gpus: Vec<Gpu>,
     pinned: Mutex<Vec<PinnedSrs>>,
     cpu: CpuProver,
     next: AtomicUsize,
@@ -223,7 +225,7 @@ impl CudaProver {
         order
     }
 
-    fn b_g2_on_gpu(&self) -> bool {
+    pub(super) fn b_g2_on_gpu(&self) -> bool {
         self.options.b_g2 == B2Placement::Gpu
     }
 
@@ -240,7 +242,7 @@ impl CudaProver {
             // adopt_srs put them on every device before releasing them; only a bug gets here.
             return Err(CudaError::new(format!("{}: host copy released but the points are not on this device", srs.path.display())));
         }
-        let resident = self.fits_resident(gpu, srs, working_bytes)?;
+        let resident = self.fits_resident(gpu, resident_size(&srs.query_lens(), self.b_g2_on_gpu()), working_bytes)?;
         if !resident {
             let mut pinned = self.pinned.lock();
             if !pinned.iter().any(|p| p.key == key) {
@@ -257,54 +259,17 @@ impl CudaProver {
         Ok(on)
     }
 
-    /// Whether `srs` goes resident on `gpu`, beside `working_bytes` of a proof's buffers.
-    fn fits_resident(&self, gpu: &Gpu, srs: &Srs, working_bytes: u64) -> Result<bool, CudaError> {
+    /// Whether parameters of `resident_bytes` go resident on `gpu`, beside `working_bytes` of
+    /// a proof's buffers.
+    pub(super) fn fits_resident(&self, gpu: &Gpu, resident_bytes: u64, working_bytes: u64) -> Result<bool, CudaError> {
         Ok(match self.options.residency {
             Residency::Always => true,
             Residency::Never => false,
             Residency::Auto => {
                 let (free, _) = device::memory(gpu.info.index)?;
-                resident_size(srs, self.b_g2_on_gpu()) + working_bytes + (1 << 30) < free
+                resident_bytes + working_bytes + (1 << 30) < free
             }
         })
-    }
-
-    /// Put `srs` resident on every device now, with contexts that never read the host copy,
-    /// and say whether that worked everywhere (then the caller may release the host copy).
-    /// Anything short of that leaves the devices as they were.
-    fn take_onto_devices(&self, srs: &Srs) -> Result<bool, CudaError> {
-        let q = srs.query_lens();
-        let small = [q.h, q.l, q.a, q.b_g1, q.b_g2].into_iter().any(|n| n > 0 && n < super::msm::MIN_GPU_MSM);
-        if small {
-            // Small queries run on the CPU from the host points (see msm.rs).
-            return Ok(false);
-        }
-        // A proof's device buffers, as the witness path needs them (the larger of the two).
-        let n = (q.h + 1) as u64;
-        let working = 3 * n * 32 + 2 * (srs.vk.ic.len() + q.l) as u64 * 32;
-        let mut built = Vec::with_capacity(self.gpus.len());
-        for gpu in &self.gpus {
-            let _device = gpu.lock.lock(false);
-            let key = SrsKey::of(srs);
-            if gpu.srs.lock().iter().any(|s| s.key == key) {
-                // Built by a proof already, with host reads allowed: not safe to release.
-                return Ok(false);
-            }
-            if !self.fits_resident(gpu, srs, working)? {
-                tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), "parameters do not fit resident; the host copy stays");
-                return Ok(false);
-            }
-            let started = Instant::now();
-            // SAFETY: resident contexts with keep_host false never read `srs` after this call.
-            let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, true, self.b_g2_on_gpu(), false)? });
-            tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), gib = on.bytes() as f64 / (1u64 << 30) as f64,
-                ms = started.elapsed().as_millis() as u64, "parameters set up on device (resident, host copy to be released)");
-            built.push(on);
-        }
-        for (gpu, on) in self.gpus.iter().zip(built) {
-            gpu.srs.lock().push(on);
-        }
-        Ok(true)
     }
 
     fn pce_on(&self, gpu: &Gpu, pc: &PreCompiled) -> Result<Arc<DevicePce>, CudaError> {
@@ -589,6 +554,19 @@ impl ProverBackend for CudaProver {
             }
             Ok(false) => {}
             Err(e) => tracing::warn!(srs = %srs.path.display(), error = %e, "could not put the parameters on every device now; the host copy stays"),
+        }
+    }
+
+    fn begin_queries(&self, path: &std::path::Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
+        if self.options.keep_host_params || self.options.residency == Residency::Never || !self.b_g2_on_gpu() {
+            return None;
+        }
+        match self.begin_taking(path, id, lens) {
+            Ok(taker) => taker.map(|t| Box::new(t) as Box<dyn QueryTaker + '_>),
+            Err(e) => {
+                tracing::warn!(srs = %path.display(), error = %e, "could not make room for the parameters on every device; they are made on the host");
+                None
+            }
         }
     }
 

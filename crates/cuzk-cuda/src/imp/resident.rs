@@ -1,9 +1,9 @@
 //! One SRS on one device: the MSM contexts of its five queries, resident or streaming, and
 //! the page-locking of host parameters that streaming contexts read every proof.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use cuzk_groth16::Srs;
+use cuzk_groth16::{QueryLens, Srs};
 
 use super::error::{check, CudaError};
 use super::ffi;
@@ -21,6 +21,11 @@ pub(crate) struct SrsKey {
 impl SrsKey {
     pub fn of(srs: &Srs) -> Self {
         SrsKey { path: srs.path.clone(), id: srs.id }
+    }
+
+    /// The key of parameters still being made: the `path` and `id` their [`Srs`] will have.
+    pub fn new(path: &Path, id: u64) -> Self {
+        SrsKey { path: path.to_path_buf(), id }
     }
 }
 
@@ -74,6 +79,21 @@ impl SrsOnDevice {
         })
     }
 
+    /// Resident contexts of the lengths `q` on device `index`, allocated but not written:
+    /// the caller fills every query ([`MsmG1::fill`], [`MsmG2::fill`]) before any proof
+    /// sees them. No context reads host points.
+    pub fn unfilled(index: usize, key: SrsKey, q: &QueryLens, with_b_g2: bool) -> Result<Self, CudaError> {
+        let g1 = |n: usize| if n == 0 { Ok(None) } else { MsmG1::new_unfilled(index, n).map(Some) };
+        Ok(SrsOnDevice {
+            key,
+            h: g1(q.h)?,
+            l: g1(q.l)?,
+            a: g1(q.a)?,
+            b_g1: g1(q.b_g1)?,
+            b_g2: if with_b_g2 && q.b_g2 > 0 { Some(MsmG2::new_unfilled(index, q.b_g2)?) } else { None },
+        })
+    }
+
     pub fn bytes(&self) -> u64 {
         [&self.h, &self.l, &self.a, &self.b_g1].iter().filter_map(|m| m.as_ref()).map(|m| m.resident_bytes()).sum::<u64>()
             + self.b_g2.as_ref().map_or(0, |m| m.resident_bytes())
@@ -81,10 +101,23 @@ impl SrsOnDevice {
 }
 
 /// Device bytes the five queries take when resident.
-pub(crate) fn resident_size(srs: &Srs, with_b_g2: bool) -> u64 {
-    let q = srs.query_lens();
+pub(crate) fn resident_size(q: &QueryLens, with_b_g2: bool) -> u64 {
     let g1 = 96u64 * (q.h + q.l + q.a + q.b_g1) as u64;
     g1 + if with_b_g2 { 192 * q.b_g2 as u64 } else { 0 }
+}
+
+/// A proof's device buffers beside resident parameters of lengths `q` with `inputs` public
+/// inputs, as the witness path needs them (the larger of the two paths): a, b, c over the
+/// domain, and the witness twice.
+pub(crate) fn proof_working_bytes(q: &QueryLens, inputs: usize) -> u64 {
+    let n = (q.h + 1) as u64;
+    3 * n * 32 + 2 * (inputs + q.l) as u64 * 32
+}
+
+/// Whether any query is non-empty but below [`super::msm::MIN_GPU_MSM`] points: such MSMs
+/// run on the CPU from the host points, which must then stay.
+pub(crate) fn has_small_query(q: &QueryLens) -> bool {
+    [q.h, q.l, q.a, q.b_g1, q.b_g2].into_iter().any(|n| n > 0 && n < super::msm::MIN_GPU_MSM)
 }
 
 /// Host pages of one SRS locked for DMA (streaming mode); unlocked on drop.
