@@ -64,12 +64,23 @@ pin=()
 for i in $(seq "$runs"); do
     echo "=== peer run $i"
     s=$(date +%s.%N)
+    # The peer's RSS and the host's MemAvailable (KiB, 0.5 s samples): a kill by the kernel's
+    # OOM killer shows as RSS near the host's memory and MemAvailable near zero before it.
+    ( while sleep 0.5; do p=$(pgrep -n -f "$bin/cuzk-peer-c2") || continue
+        echo "$(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null) $(awk '/^MemAvailable/ {print $2}' /proc/meminfo)"; done ) > "$res/peer-$i-rss.txt" 2>/dev/null &
+    rss_pid=$!
     CUDA_VISIBLE_DEVICES="${PEER_GPU:-0}" RUST_LOG=info \
         timeout "${PEER_DEADLINE:-86400}" "${pin[@]}" "$bin/cuzk-peer-c2" --c1 "$c1" --param-dir "$work/params" "${prover_id[@]}" \
         > "$res/peer-$i.json" 2> "$res/peer-$i.log"
     rc=$?
     e=$(date +%s.%N)
+    kill "$rss_pid" 2>/dev/null
     echo "exit $rc after $(python3 -c "print(f'{$e - $s:.1f}')") s"
+    awk 'NF == 2 { if ($1 > rss) rss = $1; if (min == "" || $2 < min) min = $2 }
+         END { if (rss) printf "peer RSS peak %.1f GiB; host MemAvailable low point %.1f GiB\n", rss / 2^20, min / 2^20 }' "$res/peer-$i-rss.txt"
+    if [[ $rc == 137 ]]; then
+        dmesg 2>/dev/null | grep -i -E "out of memory|oom-kill|killed process" | tail -3 || true
+    fi
     cat "$res/peer-$i.json"
     grep -E "synthesis time|prover time|SupraSeal|read parameters|error|panicked" "$res/peer-$i.log" | cut -c1-300 | head -12
 done
