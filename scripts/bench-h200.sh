@@ -120,6 +120,7 @@ PY
         PEER_INPUTS="$work/tp/inputs-porep-32g-1" PEER_DEADLINE="${PEER_DEADLINE:-360}" PEER_PCE_DIR="$work/tp/params/pce" \
             bash "$here/bench-peer.sh" "$bin" "$work/peer" 32GiB 1 2>&1 | tee "$out/peer.log"
         ours vs-peer "${N:-3}" "${J:-2}" "${D0:-130}" "" 32GiB
+        python3 "$here/vs_peer_ratio.py" "$out/peer.log" "$out/ours-vs-peer.log"
         ;;
     peer)
         PEER_DEADLINE="${PEER_DEADLINE:-330}" PEER_PCE_DIR="$work/tp/params/pce" \
