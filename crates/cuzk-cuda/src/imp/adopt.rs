@@ -20,10 +20,16 @@ use cuzk_groth16::srs_sink::{G1Query, QueryTaker};
 use cuzk_groth16::{QueryLens, Srs};
 
 use super::error::CudaError;
-use super::prover::{CudaProver, Gpu};
+use super::prover::{CudaProver, Gpu, Residency};
 use super::resident::{has_small_query, proof_working_bytes, resident_size, SrsKey, SrsOnDevice};
 
 impl CudaProver {
+    /// Whether the options let parameters live on the devices alone: resident allowed, B in
+    /// G2 on the device (a CPU B_G2 reads host points), and the host copy not kept.
+    pub(super) fn may_drop_host_copy(&self) -> bool {
+        !self.options.keep_host_params && self.options.residency != Residency::Never && self.b_g2_on_gpu()
+    }
+
     /// Put `srs` resident on every device now, with contexts that never read the host copy,
     /// and say whether that worked everywhere (then the caller may release the host copy).
     /// Anything short of that leaves the devices as they were.
@@ -61,8 +67,7 @@ impl CudaProver {
 
     /// Room for parameters of lengths `lens` (loaded from `path` as load `id`) on every
     /// device, reserved now: `Some` taker when every device has it, `None` when one does not
-    /// (nothing is kept then). The caller has checked the options (resident, B in G2 on the
-    /// device, host copy not kept).
+    /// (nothing is kept then). The caller has checked [`Self::may_drop_host_copy`].
     pub(super) fn begin_taking(&self, path: &Path, id: u64, lens: &QueryLens) -> Result<Option<DeviceTaker<'_>>, CudaError> {
         if has_small_query(lens) {
             return Ok(None);

@@ -93,7 +93,7 @@ pub(super) struct Gpu {
     proved: AtomicU64,
     failures: AtomicU64,
     busy_ns: AtomicU64,
-    pub(super) health: DeviceHealth,
+    health: DeviceHealth,
 }
 
 /// Names the partition holding a device in `Gpu::current`, and clears it on drop (a panic
@@ -542,7 +542,7 @@ impl ProverBackend for CudaProver {
     }
 
     fn adopt_srs(&self, srs: &mut Srs) {
-        if self.options.keep_host_params || self.options.residency == Residency::Never || !self.b_g2_on_gpu() || srs.points_released() {
+        if !self.may_drop_host_copy() || srs.points_released() {
             return;
         }
         match self.take_onto_devices(srs) {
@@ -558,7 +558,7 @@ impl ProverBackend for CudaProver {
     }
 
     fn begin_queries(&self, path: &std::path::Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
-        if self.options.keep_host_params || self.options.residency == Residency::Never || !self.b_g2_on_gpu() {
+        if !self.may_drop_host_copy() {
             return None;
         }
         match self.begin_taking(path, id, lens) {
