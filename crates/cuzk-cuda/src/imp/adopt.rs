@@ -43,7 +43,7 @@ impl CudaProver {
         let key = SrsKey::of(srs);
         let mut built = Vec::with_capacity(self.gpus.len());
         for gpu in &self.gpus {
-            let _device = gpu.lock.lock(false);
+            let _device = gpu.lock.lock();
             if gpu.srs.lock().iter().any(|s| s.key == key) {
                 // Built by a proof already, with host reads allowed: not safe to release.
                 return Ok(false);
@@ -80,7 +80,7 @@ impl CudaProver {
         let key = SrsKey::new(path, id);
         let mut on = Vec::with_capacity(self.gpus.len());
         for gpu in &self.gpus {
-            let _device = gpu.lock.lock(false);
+            let _device = gpu.lock.lock();
             if !self.fits_resident(gpu, resident, working)? {
                 tracing::info!(device = gpu.info.ordinal, srs = %path.display(), "parameters will not fit resident; they are made on the host");
                 return Ok(None);
@@ -141,7 +141,7 @@ impl QueryTaker for DeviceTaker<'_> {
                 G1Query::BG1 => on.b_g1.as_mut(),
             };
             let ctx = ctx.ok_or_else(|| format!("{query:?} query: points for an empty query"))?;
-            let _device = gpu.lock.lock(false);
+            let _device = gpu.lock.lock();
             ctx.fill(offset, points).map_err(|e| format!("device {}: {query:?} query to the device: {e}", gpu.info.ordinal))?;
         }
         Ok(())
@@ -151,7 +151,7 @@ impl QueryTaker for DeviceTaker<'_> {
         advance(&mut self.given.b_g2, self.lens.b_g2, offset, points.len(), "B_G2 query")?;
         for (gpu, on) in self.gpus.iter().zip(&mut self.on) {
             let ctx = on.b_g2.as_mut().ok_or("B_G2 query: points for an empty query")?;
-            let _device = gpu.lock.lock(false);
+            let _device = gpu.lock.lock();
             ctx.fill(offset, points).map_err(|e| format!("device {}: B_G2 query to the device: {e}", gpu.info.ordinal))?;
         }
         Ok(())

@@ -31,7 +31,7 @@ use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostMemory,
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
-use crate::device_lock::DeviceLock;
+use crate::device_lock::{Boundary, DeviceLock};
 use super::device::{self, DeviceInfo};
 use crate::health::DeviceHealth;
 use super::error::CudaError;
@@ -153,6 +153,19 @@ enum DeviceInput<'a> {
     Host(HostInputs<'a>),
     Witness(&'a PreCompiled, WitnessRef<'a>),
 }
+
+/// Device bytes a partition's buffers take beside the parameters (and matrices).
+fn working_bytes(shape: &Shape, input: &DeviceInput<'_>) -> u64 {
+    match input {
+        DeviceInput::Host(h) => phases::host_working_bytes(shape, h.w.aux_assignment.len()),
+        DeviceInput::Witness(_, w) => phases::witness_working_bytes(shape, w),
+    }
+}
+
+/// Room a deadline partition asks for beyond its buffers before it runs beside a paused one:
+/// sppark's Pippenger takes ~2 GB of temporaries at 2^27 points (the split and wide MSM paths
+/// check the free memory themselves and decline).
+const MSM_TEMPORARIES: u64 = 3 << 30;
 
 /// A partition as the prover was given it, owned (the CPU fallback consumes it).
 enum Partition {
@@ -292,13 +305,14 @@ impl CudaProver {
     /// The device-exclusive region, after the parameters (and matrices) are on the device.
     fn gpu_phase(&self, g: usize, srs: &Srs, shape: &Shape, input: &DeviceInput<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
+        let working = working_bytes(shape, input);
         match input {
             DeviceInput::Host(h) => {
-                let dev = self.srs_on(gpu, srs, phases::host_working_bytes(shape, h.w.aux_assignment.len()))?;
+                let dev = self.srs_on(gpu, srs, working)?;
                 phases::host_abc(gpu.info.index, &dev, shape, h, t, boundary)
             }
             DeviceInput::Witness(pc, w) => {
-                let dev = self.srs_on(gpu, srs, phases::witness_working_bytes(shape, w))?;
+                let dev = self.srs_on(gpu, srs, working)?;
                 let dpce = self.pce_on(gpu, pc)?;
                 phases::witness(gpu.info.index, &dev, &dpce, shape, *w, t, boundary)
             }
@@ -352,18 +366,25 @@ impl CudaProver {
         };
 
         let wait_start = Instant::now();
-        let mut guard = gpu.lock.lock(label.urgent);
+        let mut guard = if label.urgent { gpu.lock.lock_urgent(working_bytes(shape, &input) + MSM_TEMPORARIES) } else { gpu.lock.lock() };
         let holder = Holder::new(&gpu.current, label);
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
         // Phase boundaries (our kernels all finished): deadline work waiting for this device
-        // gets it now; the time handed over is not this partition's device time.
+        // gets it now if it fits beside our buffers; the time handed over is not this
+        // partition's device time.
         let mut handed_over = Duration::ZERO;
+        let mut no_room = false;
+        let free_now = || device::memory(gpu.info.index).map(|(free, _)| free).unwrap_or(0);
         let mut boundary = || {
             let s = Instant::now();
-            if guard.yield_to_urgent() {
-                handed_over += s.elapsed();
-                *gpu.current.lock() = Some(label.clone());
+            match guard.yield_to_urgent(free_now) {
+                Boundary::Yielded => {
+                    handed_over += s.elapsed();
+                    *gpu.current.lock() = Some(label.clone());
+                }
+                Boundary::NoRoom => no_room = true,
+                Boundary::Kept => {}
             }
         };
         let result = self.gpu_phase(g, srs, shape, &input, &mut t, &mut boundary);
@@ -371,6 +392,10 @@ impl CudaProver {
         drop((holder, guard));
         if !handed_over.is_zero() {
             tracing::debug!(device = gpu.info.ordinal, job = %label.job_id, ms = handed_over.as_millis() as u64, "yielded the device to deadline work");
+        }
+        if no_room {
+            tracing::debug!(device = gpu.info.ordinal, job = %label.job_id,
+                "deadline work waited at a phase boundary without room for its buffers beside this partition's; it runs next");
         }
         gpu.busy_ns.fetch_add((span_end - span_start).saturating_sub(handed_over).as_nanos() as u64, Ordering::Relaxed);
         t.device_span = Some((span_start, span_end));
@@ -573,7 +598,7 @@ impl ProverBackend for CudaProver {
     fn forget_srs(&self, srs: &Srs) {
         let key = SrsKey::of(srs);
         for g in &self.gpus {
-            let _device = g.lock.lock(false);
+            let _device = g.lock.lock();
             g.srs.lock().retain(|s| s.key != key);
         }
         self.pinned.lock().retain(|p| p.key != key);
@@ -591,8 +616,8 @@ impl ProverBackend for CudaProver {
         // A lost device is skipped; an error here is only logged (the first proof meets it
         // again and handles it as proofs do).
         for gpu in self.gpus.iter().filter(|g| !g.health.is_lost()) {
-            // Not urgent: a preload yields the device to deadline work like any partition.
-            let _device = gpu.lock.lock(false);
+            // Not urgent: a preload waits behind deadline work like any partition.
+            let _device = gpu.lock.lock();
             if let Err(e) = self.pce_on(gpu, pc) {
                 tracing::warn!(device = gpu.info.ordinal, error = %e, "could not put the PCE matrices on the device at preload; the first proof will");
             }
