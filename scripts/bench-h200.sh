@@ -12,6 +12,8 @@
 #   scripts/bench-h200.sh BIN_DIR snap32   cuzk, verified: SnapDeals 32 GiB (16 partitions, N=1)
 #   scripts/bench-h200.sh BIN_DIR deadline32  WinningPoSt 32 GiB idle, then every 4 s beside a 32 GiB
 #                                          PoRep stream (N=4, J=2): end-to-end latency, PoRep s/proof
+#   scripts/bench-h200.sh BIN_DIR wdeadline32  WindowPoSt 32 GiB partitions (2349 sectors) idle, then
+#                                          beside a 32 GiB PoRep stream (N=6, J=3)
 #   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
@@ -76,6 +78,13 @@ case "$mode" in
             TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-50}
         ours deadline32 "${N:-4}" "${J:-2}" "${D0:-300}" "" 32GiB
         ;;
+    wdeadline32)
+        # Full WindowPoSt 32 GiB partitions (2349 sectors, HIGH) beside a 32 GiB PoRep stream,
+        # and on the idle daemon before it; both circuits' parameters and matrices resident.
+        export TP_BESIDE=wpost-32g TP_BESIDE_SECTORS=2349 TP_BESIDE_N=${TP_BESIDE_N:-3} TP_BESIDE_GAP=${TP_BESIDE_GAP:-15} \
+            TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-35} TP_BESIDE_IDLE=${TP_BESIDE_IDLE:-2}
+        ours wdeadline32 "${N:-6}" "${J:-3}" "${D0:-240}" "" 32GiB
+        ;;
     ours)
         ours single 1 1 "${D0:-110}"
         ours device-matvec 5 3 "${D1:-200}"
@@ -128,5 +137,5 @@ PY
         rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
-    *) echo "mode: porep32, porep64, post32, snap32, deadline32, scale32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
+    *) echo "mode: porep32, porep64, post32, snap32, deadline32, wdeadline32, scale32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
 esac

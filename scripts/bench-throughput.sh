@@ -27,12 +27,13 @@
 # TP_CPUS=LIST pins the daemon to those cores (taskset), e.g. 0-15 to measure a 16-core host
 # on a bigger one; TP_SECTORS=K sectors per PoSt partition (default 1).
 #
-# Deadline proofs beside the stream: TP_BESIDE=CIRCUIT (e.g. winning-32g; consistent inputs and
-# generated parameters too, preloaded) sends TP_BESIDE_N proofs of it (default 10), one every
-# TP_BESIDE_GAP s (default 5), the first TP_BESIDE_DELAY s (default 60) after the stream
-# starts, each at its kind's default priority. Each one's end-to-end latency (client: submit
-# to verified proof) is in results/beside.txt, summarised as p50/p99/max; the stream's
-# per-partition figures leave those partitions out.
+# Deadline proofs beside the stream: TP_BESIDE=CIRCUIT (e.g. winning-32g, or wpost-32g with
+# TP_BESIDE_SECTORS=2349; consistent inputs and generated parameters too, preloaded after the
+# stream's circuit) sends TP_BESIDE_N proofs of it (default 10), one every TP_BESIDE_GAP s
+# (default 5), the first TP_BESIDE_DELAY s (default 60) after the stream starts, each at its
+# kind's default priority. Each one's end-to-end latency (the client's round trip: request
+# out to verified proof back) is in results/beside.txt, summarised as p50/p99/max; the
+# stream's per-partition figures leave those partitions out.
 set -u
 bin=$(realpath "$1"); work=$2; size=$3; n=$4; j=$5; backend=${6:-cuda}; extra=${7:-}
 mkdir -p "$work/params" "$work/results"
@@ -60,8 +61,8 @@ else
     echo "consistent inputs: $((SECONDS - t)) s"
     beside=${TP_BESIDE:-}
     if [[ -n $beside ]]; then
-        beside_dir="$work/inputs-$beside-1"
-        [[ -f $beside_dir/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit "$beside" --seed 1 --out "$beside_dir" || exit 1
+        beside_dir="$work/inputs-$beside-${TP_BESIDE_SECTORS:-1}"
+        [[ -f $beside_dir/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit "$beside" --sectors "${TP_BESIDE_SECTORS:-1}" --seed 1 --out "$beside_dir" || exit 1
     fi
     srs_keys="generated = [\"$circuit\"${beside:+, \"$beside\"}]
 generated_seed = 1"
@@ -149,14 +150,19 @@ fi
 date +%s.%N > "$res/done-\$i"
 SH
 rm -f "$res/beside.txt" "$res/beside-idle.txt"
-beside_one() { # NAME FILE: one deadline proof, "name seconds verdict" appended to FILE
-    local v=() t0 t1 verdict
+# One deadline proof; "name seconds verdict wall" appended to FILE. seconds is the client's own
+# round trip, from just before the request goes out to the verified proof back; wall also
+# counts reading the inputs from disk and, for the first, filecoin-proofs' check in the client.
+beside_one() { # NAME FILE
+    local v=() t0 t1 verdict rt wall
     [[ $1 == 1 ]] && v=(--verify-dir "$work/verify")
     t0=$(date +%s.%N)
     "$bin/cuzk-bench" --addr "unix://$sock" single --consistent "$beside_dir" --request-id "beside-$1" "${v[@]}" > "$res/beside-$1.log" 2>&1
     t1=$(date +%s.%N)
     verdict=$(grep -q COMPLETED "$res/beside-$1.log" && echo COMPLETED || echo FAILED)
-    echo "$1 $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') $verdict" >> "$2"
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    rt=$(grep -o 'client round-trip[^0-9]*[0-9.]* s' "$res/beside-$1.log" | grep -o '[0-9.]* s' | tr -d ' s')
+    echo "$1 ${rt:-$wall} $verdict $wall" >> "$2"
 }
 beside_loop() { # one deadline proof every TP_BESIDE_GAP s
     sleep "${TP_BESIDE_DELAY:-60}"
@@ -263,6 +269,13 @@ def summary(path, what):
         print(f"{sys.argv[2]} {what}: none completed ({len(rows)} sent)")
 summary(f"{sys.argv[1]}/beside-idle.txt", "on the idle daemon")
 summary(f"{sys.argv[1]}/beside.txt", "beside the stream")
+# Where each one's time went, as the daemon reports it.
+import glob, re
+for log in sorted(glob.glob(f"{sys.argv[1]}/beside-*.log")):
+    text = open(log).read()
+    row = lambda k: (re.search(rf"{re.escape(k)}\s*[│┆|]\s*([0-9.]+ m?s)", text) or [None, "?"])[1]
+    print(f"  {log.split('/')[-1][:-4]}: queue wait {row('queue wait')}, synthesis {row('synthesis')}, prove {row('prove')}, "
+          f"total (daemon) {row('total (daemon)')}, client round trip {row('client round-trip')}")
 PY
     echo "filecoin-proofs verify of $beside (the first beside the stream): $(grep 'filecoin-proofs verify' "$res/beside-1.log" 2>/dev/null | grep -o 'valid\|INVALID' || echo 'not checked')"
 fi
