@@ -80,8 +80,9 @@ case "$mode" in
         ;;
     wdeadline32)
         # Full WindowPoSt 32 GiB partitions (2349 sectors, HIGH) beside a 32 GiB PoRep stream,
-        # and on the idle daemon before it; both circuits' parameters and matrices resident.
-        export TP_BESIDE=wpost-32g TP_BESIDE_SECTORS=2349 TP_BESIDE_N=${TP_BESIDE_N:-3} TP_BESIDE_GAP=${TP_BESIDE_GAP:-15} \
+        # and on the idle daemon before it. WindowPoSt is preloaded first and stays resident;
+        # PoRep's parameters then do not fit beside it with room to prove, and stream.
+        export TP_BESIDE=wpost-32g TP_BESIDE_FIRST=1 TP_BESIDE_SECTORS=2349 TP_BESIDE_N=${TP_BESIDE_N:-3} TP_BESIDE_GAP=${TP_BESIDE_GAP:-15} \
             TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-35} TP_BESIDE_IDLE=${TP_BESIDE_IDLE:-2}
         ours wdeadline32 "${N:-6}" "${J:-3}" "${D0:-240}" "" 32GiB
         ;;

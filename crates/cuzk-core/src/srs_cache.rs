@@ -280,6 +280,26 @@ impl SrsCache {
         self.load_bytes(circuit).unwrap_or(0)
     }
 
+    /// Refuse now a load of `circuit` that cannot fit the budget even with nothing else
+    /// loaded, counting `also` bytes that must be resident beside it (its PCE matrices): a
+    /// preload checks this before it loads the matrices, so a refused preload leaves nothing
+    /// behind.
+    pub fn refuse_if_never_fits(&self, circuit: CircuitId, also: u64) -> Result<(), EngineError> {
+        let Some(budget) = self.budget.get() else { return Ok(()) };
+        let need = self.load_bytes(circuit)?;
+        let limit = budget.memory.limit();
+        if need + also > limit {
+            return Err(EngineError::ResourceExhausted(format!(
+                "loading the parameters of {circuit} needs {} MiB ({} MiB with its matrices), more than the {} MiB memory budget \
+                 holds with nothing else loaded (memory.budget_bytes)",
+                need >> 20,
+                (need + also) >> 20,
+                limit >> 20
+            )));
+        }
+        Ok(())
+    }
+
     /// Room for a load of `circuit` in the budget (None without one): evicting idle
     /// parameters, least recently used first, then waiting for jobs to release theirs.
     fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool, waiting: &impl Fn(bool)) -> Result<Option<Reservation>, EngineError> {

@@ -39,6 +39,8 @@ struct StashingBackend {
     forgotten: Mutex<u32>,
     /// (inputs, aux) of every set of matrices handed over.
     matrices: Mutex<Vec<(usize, usize)>>,
+    /// What was handed over, in order: "matrices" or "parameters".
+    handed: Mutex<Vec<&'static str>>,
 }
 
 impl ProverBackend for StashingBackend {
@@ -59,12 +61,14 @@ impl ProverBackend for StashingBackend {
         let points = (srs.h.clone(), srs.l.clone(), srs.a.clone(), srs.b_g1.clone(), srs.b_g2.clone());
         self.stash.lock().insert(srs.id, Arc::new(points));
         *self.adopted.lock() += 1;
+        self.handed.lock().push("parameters");
         srs.release_points();
     }
 
     fn adopt_matrices(&self, matrices: &(dyn std::any::Any + Send + Sync)) {
         let pc = matrices.downcast_ref::<cuzk_pce::PreCompiled>().expect("the circuit's PreCompiled matrices");
         self.matrices.lock().push((pc.num_inputs, pc.num_aux));
+        self.handed.lock().push("matrices");
     }
 
     fn forget_srs(&self, srs: &Srs) {
@@ -170,6 +174,9 @@ fn a_preload_hands_the_circuits_matrices_to_the_backend() {
     // The same matrices, read back from the cache file the preload wrote.
     let (pc, _) = cuzk_core::pce_cache::PceCache::new(work.path().join("pce"), f.dir.join("params")).get(circuit).unwrap();
     assert_eq!(*backend.matrices.lock(), vec![(pc.num_inputs, pc.num_aux)], "one hand-over, of winning-2k's matrices");
+    // The matrices before the parameters: a GPU judges the parameters' room with its matrices
+    // already there (otherwise two big circuits can fill a device and leave no room to prove).
+    assert_eq!(*backend.handed.lock(), ["matrices", "parameters"]);
     prove_winning(&s, f);
 }
 

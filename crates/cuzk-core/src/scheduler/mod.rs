@@ -340,14 +340,21 @@ impl Scheduler {
         Ok(was_running)
     }
 
-    /// Load a circuit's parameters now, and its PCE matrices (so that the circuit's first
-    /// proof neither extracts them nor waits for that: at 32 GiB it takes a minute or more),
-    /// and let the backend put the matrices on its devices.
+    /// Load a circuit's PCE matrices now (so that the circuit's first proof neither extracts
+    /// them nor waits for that: at 32 GiB it takes a minute or more), let the backend put
+    /// them on its devices, then load its parameters.
+    ///
+    /// The matrices go first so that a device's room for the parameters is judged with them
+    /// already there: on one H200, 32 GiB PoRep and WindowPoSt parameters both resident plus
+    /// both circuits' matrices left no room to prove either, and every proof failed. So the
+    /// circuits preloaded first — the deadline ones, in a sensible `srs.preload` — keep their
+    /// parameters resident, and a later one that would leave no room streams them.
     /// Returns (already_loaded, load time). Blocking.
     pub fn preload(&self, circuit: &str) -> Result<(bool, Duration), EngineError> {
         let id = CircuitId::parse(circuit)?;
         let start = Instant::now();
-        let (_, loaded_now) = self.shared.srs.get(id)?;
+        let matrices = self.shared.pce.as_ref().map_or(0, |pce| pce.expected_bytes(id));
+        self.shared.srs.refuse_if_never_fits(id, matrices)?;
         let pce_now = match &self.shared.pce {
             Some(pce) => {
                 let (matrices, source) = pce.get(id)?;
@@ -357,6 +364,7 @@ impl Scheduler {
             }
             None => false,
         };
+        let (_, loaded_now) = self.shared.srs.get(id)?;
         let loaded = loaded_now || pce_now;
         Ok((!loaded, if loaded { start.elapsed() } else { Duration::ZERO }))
     }

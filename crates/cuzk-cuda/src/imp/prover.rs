@@ -162,10 +162,11 @@ fn working_bytes(shape: &Shape, input: &DeviceInput<'_>) -> u64 {
     }
 }
 
-/// Room a deadline partition asks for beyond its buffers before it runs beside a paused one:
-/// sppark's Pippenger takes ~2 GB of temporaries at 2^27 points (the split and wide MSM paths
-/// check the free memory themselves and decline).
-const MSM_TEMPORARIES: u64 = 3 << 30;
+/// Room a proof needs beyond its buffers: sppark's Pippenger takes ~2 GB of temporaries at
+/// 2^27 points (the split and wide MSM paths check the free memory themselves and decline).
+/// Asked by a deadline partition before it runs beside a paused one, and kept free beside
+/// resident parameters.
+pub(super) const MSM_TEMPORARIES: u64 = 3 << 30;
 
 /// A partition as the prover was given it, owned (the CPU fallback consumes it).
 enum Partition {
@@ -273,14 +274,18 @@ impl CudaProver {
     }
 
     /// Whether parameters of `resident_bytes` go resident on `gpu`, beside `working_bytes` of
-    /// a proof's buffers.
+    /// a proof's buffers. What is on the device already (other circuits' parameters, and
+    /// matrices: those go up first) is out of the free memory this compares with.
     pub(super) fn fits_resident(&self, gpu: &Gpu, resident_bytes: u64, working_bytes: u64) -> Result<bool, CudaError> {
         Ok(match self.options.residency {
             Residency::Always => true,
             Residency::Never => false,
             Residency::Auto => {
+                // Room to prove too: a proof's buffers, its MSM temporaries and 1 GiB of slack
+                // (CUDA's own allocations). A device filled by parameters alone fails every
+                // proof; streamed parameters only make proofs slower.
                 let (free, _) = device::memory(gpu.info.index)?;
-                resident_bytes + working_bytes + (1 << 30) < free
+                resident_bytes + working_bytes + MSM_TEMPORARIES + (1 << 30) < free
             }
         })
     }
@@ -312,8 +317,9 @@ impl CudaProver {
                 phases::host_abc(gpu.info.index, &dev, shape, h, t, boundary)
             }
             DeviceInput::Witness(pc, w) => {
-                let dev = self.srs_on(gpu, srs, working)?;
+                // The matrices first: parameters made resident here then leave room for them.
                 let dpce = self.pce_on(gpu, pc)?;
+                let dev = self.srs_on(gpu, srs, working)?;
                 phases::witness(gpu.info.index, &dev, &dpce, shape, *w, t, boundary)
             }
         }
