@@ -29,7 +29,7 @@
 #
 # Deadline proofs beside the stream: TP_BESIDE=CIRCUIT (e.g. winning-32g, or wpost-32g with
 # TP_BESIDE_SECTORS=2349; consistent inputs and generated parameters too, preloaded after the
-# stream's circuit) sends TP_BESIDE_N proofs of it (default 10), one every TP_BESIDE_GAP s
+# stream's circuit, or before it with TP_BESIDE_FIRST=1) sends TP_BESIDE_N proofs of it (default 10), one every TP_BESIDE_GAP s
 # (default 5), the first TP_BESIDE_DELAY s (default 60) after the stream starts, each at its
 # kind's default priority. Each one's end-to-end latency (the client's round trip: request
 # out to verified proof back) is in results/beside.txt, summarised as p50/p99/max; the

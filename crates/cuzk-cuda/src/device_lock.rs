@@ -12,9 +12,9 @@
 //! works in what is left. Each urgent caller states the device bytes it needs; the holder hands
 //! over only when some waiter's need fits the memory free at that boundary, and while it is
 //! paused only the waiters that fit may run. The others wait for the holder to finish — a few
-//! seconds at most — instead of failing on an allocation beside its buffers. (On one H200 a
-//! 32 GiB WindowPoSt partition needs ~17 GB beside a PoRep partition's, with both circuits'
-//! parameters resident: at most boundaries it does not fit, and it runs next.)
+//! seconds at most — instead of failing on an allocation beside its buffers. (A 32 GiB
+//! WindowPoSt partition asks for ~23 GiB; beside a paused 32 GiB PoRep partition that fits
+//! only when the device is not already full of resident parameters.)
 
 use parking_lot::{Condvar, Mutex};
 
@@ -90,10 +90,6 @@ impl DeviceLock {
         DeviceGuard { lock: self, urgent: true, yielded: 0 }
     }
 
-    /// Whether urgent work waits for the device now.
-    pub fn urgent_waiting(&self) -> bool {
-        !self.state.lock().urgent_needs.is_empty()
-    }
 }
 
 impl DeviceGuard<'_> {
@@ -236,10 +232,11 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(*order.lock(), ["holder goes on", "small urgent", "holder resumes", "holder done", "big urgent", "normal waiter"]);
-        assert_eq!(g_state(&lock), (false, 0, 0, None));
+        assert_eq!(state_of(&lock), (false, 0, 0, None));
     }
 
-    fn g_state(lock: &DeviceLock) -> (bool, usize, usize, Option<u64>) {
+    /// (held, urgent callers waiting, paused holders, lent room).
+    fn state_of(lock: &DeviceLock) -> (bool, usize, usize, Option<u64>) {
         let s = lock.state.lock();
         (s.held, s.urgent_needs.len(), s.paused, s.lent)
     }

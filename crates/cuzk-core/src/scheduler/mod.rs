@@ -353,8 +353,8 @@ impl Scheduler {
     pub fn preload(&self, circuit: &str) -> Result<(bool, Duration), EngineError> {
         let id = CircuitId::parse(circuit)?;
         let start = Instant::now();
-        let matrices = self.shared.pce.as_ref().map_or(0, |pce| pce.expected_bytes(id));
-        self.shared.srs.refuse_if_never_fits(id, matrices)?;
+        let matrix_bytes = self.shared.pce.as_ref().map_or(0, |pce| pce.expected_bytes(id));
+        self.shared.srs.refuse_if_never_fits(id, matrix_bytes)?;
         let pce_now = match &self.shared.pce {
             Some(pce) => {
                 let (matrices, source) = pce.get(id)?;

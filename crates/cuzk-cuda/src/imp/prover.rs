@@ -308,9 +308,9 @@ impl CudaProver {
     }
 
     /// The device-exclusive region, after the parameters (and matrices) are on the device.
-    fn gpu_phase(&self, g: usize, srs: &Srs, shape: &Shape, input: &DeviceInput<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
+    /// `working` is [`working_bytes`] of `input`.
+    fn gpu_phase(&self, g: usize, srs: &Srs, shape: &Shape, input: &DeviceInput<'_>, working: u64, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
-        let working = working_bytes(shape, input);
         match input {
             DeviceInput::Host(h) => {
                 let dev = self.srs_on(gpu, srs, working)?;
@@ -372,7 +372,8 @@ impl CudaProver {
         };
 
         let wait_start = Instant::now();
-        let mut guard = if label.urgent { gpu.lock.lock_urgent(working_bytes(shape, &input) + MSM_TEMPORARIES) } else { gpu.lock.lock() };
+        let working = working_bytes(shape, &input);
+        let mut guard = if label.urgent { gpu.lock.lock_urgent(working + MSM_TEMPORARIES) } else { gpu.lock.lock() };
         let holder = Holder::new(&gpu.current, label);
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
@@ -393,7 +394,7 @@ impl CudaProver {
                 Boundary::Kept => {}
             }
         };
-        let result = self.gpu_phase(g, srs, shape, &input, &mut t, &mut boundary);
+        let result = self.gpu_phase(g, srs, shape, &input, working, &mut t, &mut boundary);
         let span_end = Instant::now();
         drop((holder, guard));
         if !handed_over.is_zero() {
