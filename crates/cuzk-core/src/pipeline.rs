@@ -91,7 +91,7 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
         Some(pc) => {
             let (inputs, aux) = catch_panic(|| circuit.witness_compact(pc.num_inputs, pc.num_aux))
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
-                .map_err(|e| synthesis_error(e.to_string()))?;
+                .map_err(|e| synthesis_error(witness_error_message(e)))?;
             pc.check_witness_len(inputs.len(), aux.len()).map_err(|e| synthesis_error(e.to_string()))?;
             tracing::debug!(partition = index, witness_ms = start.elapsed().as_millis() as u64,
                 stored_in_full = aux.num_others(), of = aux.len(), "PCE witness");
@@ -106,6 +106,16 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
         return Err(EngineError::PublicInputMismatch { partition: index });
     }
     Ok(SynthesizedPartition { index, work, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start })
+}
+
+/// A witness error as the job reports it: a native witness that found the request's data
+/// inconsistent says so in an `InvalidData` I/O error (SynthesisError has no variant with a
+/// message), reported as its message alone.
+fn witness_error_message<E: std::error::Error + 'static>(e: E) -> String {
+    match std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>()) {
+        Some(io) if io.kind() == std::io::ErrorKind::InvalidData => io.to_string(),
+        _ => e.to_string(),
+    }
 }
 
 /// Prove one synthesized partition with fresh randomness. `label` names its job in the

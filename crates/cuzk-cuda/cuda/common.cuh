@@ -78,3 +78,28 @@ struct optional_buffer_t {
     optional_buffer_t(const optional_buffer_t&) = delete;
     optional_buffer_t& operator=(const optional_buffer_t&) = delete;
 };
+
+// A point inside one long device step (today: the wide MSM's sort and bucket groups) where the
+// caller may lend the device to other work, as it does between phases (cuzk-cuda's
+// device_lock.rs). When `fn` runs, every kernel the step launched has finished, and the step
+// touches none of its buffers until `fn` returns. `fn` must not throw or unwind (the Rust
+// side catches panics). The time spent inside it is the other work's, not the step's.
+typedef void (*cuzk_pause_fn)(void*);
+
+struct pause_hook_t {
+    cuzk_pause_fn fn = nullptr;
+    void* arg = nullptr;
+    float paused_ms = 0;
+
+    bool active() const { return fn != nullptr; }
+
+    void at(cudaStream_t s)
+    {
+        if (fn == nullptr)
+            return;
+        CUDA_OK(cudaStreamSynchronize(s));
+        auto started = std::chrono::steady_clock::now();
+        fn(arg);
+        paused_ms += std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count();
+    }
+};

@@ -127,9 +127,11 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on
 // how: msm_how_t. The split and the wide windows need device scalars and resident points, and
 // either may decline: a declined split tries the wide windows, and sppark's Pippenger runs
 // when neither did. dense: how many scalars went through a Pippenger (n unless split).
+// pause_fn (may be null): called inside the wide MSM's long steps (common.cuh, pause_hook_t);
+// *ms leaves out the time spent in it.
 template<class bucket, class ctx_t, class point, class affine>
 static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
-                         point* out, float* ms, size_t* dense)
+                         cuzk_pause_fn pause_fn, void* pause_arg, point* out, float* ms, size_t* dense)
 {
     return guarded([&] {
         if (n > ctx->npoints)
@@ -138,6 +140,7 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
             throw std::invalid_argument("MSM: unknown path");
         const gpu_t& gpu = gpu_at(ctx->index);
         auto started = std::chrono::steady_clock::now();
+        pause_hook_t pause{pause_fn, pause_arg};
         *dense = n;
         if (n == 0) {
             out->inf();
@@ -149,21 +152,21 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
             // A witness too dense to split is a dense MSM like any other.
             if constexpr (std::is_same<bucket, bucket_t>::value) {
                 if (on_chip && !done && how != MSM_SPPARK)
-                    done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out);
+                    done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause);
             }
             if (!done)
                 ctx_pippenger<ctx_t, point, affine>(ctx, scalars, n, on_device, out);
         }
         gpu.sync();
-        *ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count();
+        *ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count() - pause.paused_ms;
     });
 }
 
 CUZK_FFI RustError cuzk_msm_g1_create(size_t index, const affine_t* points, size_t n, bool resident, msm_g1_ctx** out)
 {   return ctx_create(index, points, n, resident, out);   }
 CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
-                                   point_t* out, float* ms, size_t* dense)
-{   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, how, out, ms, dense);   }
+                                   cuzk_pause_fn pause_fn, void* pause_arg, point_t* out, float* ms, size_t* dense)
+{   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, how, pause_fn, pause_arg, out, ms, dense);   }
 CUZK_FFI RustError cuzk_msm_g1_fill(msm_g1_ctx* ctx, size_t offset, const affine_t* points, size_t n)
 {   return ctx_fill(ctx, offset, points, n);   }
 CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
@@ -172,8 +175,8 @@ CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
 CUZK_FFI RustError cuzk_msm_g2_create(size_t index, const affine_fp2_t* points, size_t n, bool resident, msm_g2_ctx** out)
 {   return ctx_create(index, points, n, resident, out);   }
 CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
-                                   point_fp2_t* out, float* ms, size_t* dense)
-{   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, how, out, ms, dense);   }
+                                   cuzk_pause_fn pause_fn, void* pause_arg, point_fp2_t* out, float* ms, size_t* dense)
+{   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, how, pause_fn, pause_arg, out, ms, dense);   }
 CUZK_FFI RustError cuzk_msm_g2_fill(msm_g2_ctx* ctx, size_t offset, const affine_fp2_t* points, size_t n)
 {   return ctx_fill(ctx, offset, points, n);   }
 CUZK_FFI void cuzk_msm_g2_destroy(msm_g2_ctx* ctx)

@@ -27,6 +27,15 @@
 // (wide_fold_top), which leaves the usual layout. A thread folds a whole group, so the window
 // is chosen with shift ≤ WIDE_MAX_TOP_SHIFT.
 //
+// Pauses. The bucket step is one cooperative launch over every window, ~0.8 s at 2^27 points:
+// deadline work that arrives then would wait for all of it. Given a pause hook, the windows
+// are accumulated in groups of WIDE_PAUSE_GROUP, one launch each, with a pause after the sort
+// and after every group but the last (each stretch ≤ ~0.3 s at 2^27). sppark's accumulate
+// skips the first bucket of its first window (batch addition does it); a group that starts at
+// window g > 0 has the same skip at g, so that bucket also goes through batch addition and is
+// added at window g's place in the final sum. No group starts at the top window, whose first
+// bucket holds a folded group (see above).
+//
 // Only G1 (its field elements fit one thread; sppark splits a G2 coordinate over two). The
 // caller falls back to msm_t when this declines: too few points, or temporaries that do not
 // fit (about 100 bytes per point at 22 bits).
@@ -48,6 +57,9 @@ static const uint32_t WIDE_MAX_WBITS = 22;
 static const uint32_t WIDE_FIRST_CHUNK = 256;
 static const uint32_t WIDE_NEXT_CHUNK = 64;
 static const uint32_t WIDE_MAX_TOP_SHIFT = 9;
+// Windows per bucket launch when the caller may pause (see the file comment): 12 windows at
+// 2^27 points make three launches of ~0.27 s.
+static const uint32_t WIDE_PAUSE_GROUP = 4;
 
 struct wide_shape_t {
     uint32_t wbits, nwins, top, shift;
@@ -152,11 +164,23 @@ static void wide_reduce(const bucket_h* w_in, const bucket_h* a_in, uint32_t m, 
 #endif
 }
 
+// Where each bucket launch starts: window 0 alone without pauses; with them every
+// WIDE_PAUSE_GROUP windows, but never at the top window (the last group takes it).
+static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses)
+{
+    std::vector<uint32_t> starts{0};
+    if (pauses)
+        for (uint32_t g = WIDE_PAUSE_GROUP; g + 1 < nwins; g += WIDE_PAUSE_GROUP)
+            starts.push_back(g);
+    return starts;
+}
+
 // Σ scalars[i]·points[i], i < n, both on the device, scalars in Montgomery form. Returns false,
-// having computed nothing, when declined; throws cuda_error on any other CUDA failure.
+// having computed nothing, when declined; throws cuda_error on any other CUDA failure. `pause`
+// is called between steps when active (see the file comment).
 template<class bucket_t, class point_t, class affine_t>
 static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d_scalars, size_t n,
-                     point_t& out)
+                     point_t& out, pause_hook_t& pause)
 {
     using bucket_h = typename bucket_t::mem_t;
     using affine_h = typename affine_t::mem_t;
@@ -174,13 +198,14 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const size_t stride = (n + WARP_SZ - 1) / WARP_SZ * WARP_SZ;
     const size_t nsums = (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
     const size_t first_pairs = (size_t)nwins * (row / WIDE_FIRST_CHUNK);
+    const std::vector<uint32_t> starts = wide_group_starts(nwins, pause.active());
     const stream_t& s = gpu[2];
 
     // Every temporary first: a failed allocation declines before anything is computed.
     optional_buffer_t<uint32_t> digits{nwins * stride, s};
     optional_buffer_t<uint2> temps{2 * stride, s};
     optional_buffer_t<uint32_t> hist{(size_t)nwins * row, s};
-    optional_buffer_t<bucket_h> buckets{(size_t)nwins * row + nsums, s};
+    optional_buffer_t<bucket_h> buckets{(size_t)nwins * row + starts.size() * nsums, s};
     optional_buffer_t<bucket_h> pairs{4 * first_pairs, s};   // two (W, A) generations
     optional_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
     if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
@@ -212,15 +237,26 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         s.launch_coop(sort, {{grid, 1}, SORT_BLOCKDIM, sort_shared}, d_digits, (size_t)len, win, d_temps, d_hist,
                       wbits - 1, top - 1, 0u);
     t1.record(s);
+    pause.at(s);
 
-    // Buckets: one thread each; window 0's bucket 0 by batch addition (accumulate skips it).
+    // Buckets: one thread each, a launch per group of windows; the first bucket of each
+    // group's first window by batch addition (accumulate skips it), into its own `sums` row.
     bucket_h* sums = buckets.ptr + (size_t)nwins * row;
     void (*add_listed)(bucket_h*, const affine_h*, size_t, const uint32_t*, const uint32_t&) =
         batch_addition<bucket_t, affine_h>;
-    add_listed<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(sums, d_points, (size_t)len, &d_digits[0][0], d_hist[0][0]);
-    CUDA_OK(cudaGetLastError());
-    s.launch_coop(accumulate<bucket_t, affine_h>, {gpu.sm_count(), 0},
-                  buckets.ptr, nwins, wbits, d_points, d_digits, d_hist, 0u);
+    for (size_t i = 0; i < starts.size(); i++) {
+        const uint32_t g = starts[i];
+        const uint32_t end = i + 1 < starts.size() ? starts[i + 1] : nwins;
+        add_listed<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(sums + i * nsums, d_points, (size_t)len,
+                                                                   &d_digits[g][0], d_hist[g][0]);
+        CUDA_OK(cudaGetLastError());
+        vec2d_t<uint32_t> group_digits{&d_digits[g][0], (uint32_t)stride};
+        vec2d_t<uint32_t> group_hist{&d_hist[g][0], row};
+        s.launch_coop(accumulate<bucket_t, affine_h>, {gpu.sm_count(), 0},
+                      buckets.ptr + (size_t)g * row, end - g, wbits, d_points, group_digits, group_hist, 0u);
+        if (end < nwins)
+            pause.at(s);
+    }
     if (shape.shift > 0) {
         bucket_h* top_row = buckets.ptr + (size_t)(nwins - 1) * row;
         wide_fold_top<bucket_t><<<(top_groups + 255) / 256, 256, 0, s>>>(top_row, shape.shift, top_groups, folded.ptr);
@@ -252,22 +288,27 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     }
     t3.record(s);
 
-    std::vector<bucket_t> window_sums(nwins), partial(nsums);
+    std::vector<bucket_t> window_sums(nwins), partial(starts.size() * nsums);
     s.DtoH(window_sums.data(), w_in, nwins);
-    s.DtoH(partial.data(), sums, nsums);
+    s.DtoH(partial.data(), sums, starts.size() * nsums);
     t4.record(s);
     s.sync();
 
-    // Σ_y 2^(w·y)·S_y by Horner from the top window, plus window 0's first bucket.
+    // Σ_y 2^(w·y)·S_y by Horner from the top window; at each group's first window, also the
+    // first bucket that batch addition summed (digit 1, so weight 2^(w·y) too).
     out.inf();
+    size_t group = starts.size();
     for (uint32_t y = nwins; y-- > 0;) {
         for (uint32_t i = 0; i < wbits; i++)
             out.dbl();
         point_t p = window_sums[y];
         out.add(p);
+        if (group > 0 && starts[group - 1] == y) {
+            group--;
+            point_t first_bucket = sum_up(&partial[group * nsums], nsums);
+            out.add(first_bucket);
+        }
     }
-    point_t first_bucket = sum_up(partial);
-    out.add(first_bucket);
     if (trace)
         fprintf(stderr, "cuzk wide MSM n=%zu w=%u windows=%u: digits+sort %.2f ms, buckets %.2f ms (top window folded), reduce %.2f ms, copy %.2f ms\n",
                 n, wbits, nwins, t1.ms_since(t0), t2.ms_since(t1), t3.ms_since(t2), t4.ms_since(t3));

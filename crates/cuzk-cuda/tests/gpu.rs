@@ -291,6 +291,42 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     }
 }
 
+#[test]
+fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
+    let mut r = rng(13);
+    // 2^24 + 5 points: 13 windows of 20 bits, bucket launches starting at windows 0, 4 and 8
+    // (none at the top window); the prefix of 2^24 − 1 takes 15 windows of 17 bits (starts
+    // 0, 4, 8, 12). Below 2^22 the wide path declines and nothing pauses.
+    let n = (1usize << 24) + 5;
+    let pts = many_g1_points(&mut r, n);
+    let sc = edge_scalars(&mut r, n);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    // What the lender runs in each pause: another wide MSM on the same device and streams.
+    let lent_len = (1usize << 22) + 3;
+    let lent_want = msm_g1(&pts[..lent_len], &sc[n - lent_len..]);
+    for (len, pauses_expected) in [(n, 3), (n - 6, 4), ((1 << 22) - 1, 0)] {
+        let want = msm_g1(&pts[..len], &sc[..len]);
+        let mut pauses = 0;
+        let mut pause = || {
+            pauses += 1;
+            let (lent, _, _) = m
+                .run_path_on_device(Scalars::Device { buffer: &buf, offset: n - lent_len, len: lent_len }, MsmPath::Dense)
+                .unwrap();
+            assert_eq!(lent, lent_want, "the MSM run in a pause");
+        };
+        let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &buf, offset: 0, len }, MsmPath::Dense, &mut pause).unwrap();
+        assert_eq!(got, want, "paused dense MSM len={len}");
+        assert_eq!(pauses, pauses_expected, "pauses in a dense MSM of {len}");
+    }
+    // Every scalar 2^80 (= 2^(20·4)): all of them in the first bucket of window 4, which starts
+    // a bucket launch and is summed by batch addition.
+    let big = vec![Fr::from(2u64).pow_vartime([80]); n];
+    let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
+    let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
+    assert_eq!(got, msm_g1(&pts, &big), "paused dense MSM of 2^80 everywhere");
+}
+
 /// A random R1CS: random linear combinations over ONE, inputs and aux with coefficients
 /// 1, -1, small and random, empty rows, a long row and duplicate terms. Values are random
 /// (unsatisfied): only the linear algebra is under test here.

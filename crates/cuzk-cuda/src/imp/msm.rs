@@ -18,6 +18,10 @@
 //! instead of 15 of 18 at 2^27. Without room for its temporaries that path declines and
 //! sppark's Pippenger runs.
 //!
+//! A long dense MSM can pause between its steps for the caller's phase boundary
+//! ([`MsmG1::run_pausing`]; the wide path's sort and bucket groups), so that deadline work need
+//! not wait for the whole of a 2^27-point H.
+//!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
 //! `forget_srs`) before the SRS itself.
@@ -30,6 +34,16 @@ use cuzk_groth16::msm::{msm_g1, msm_g2};
 use super::buffer::DeviceBuffer;
 use super::error::{check, CudaError};
 use super::ffi;
+
+/// The glue's side of a pause: `arg` is the caller's `&mut dyn FnMut()`. A panic in it must
+/// not unwind into C++; it is logged and the MSM goes on (the pause only lends the device).
+unsafe extern "C" fn call_pause(arg: *mut std::ffi::c_void) {
+    // SAFETY: `device_msm` passes a pointer to a live `&mut dyn FnMut()` for the call's length.
+    let pause = unsafe { &mut *(arg as *mut &mut dyn FnMut()) };
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pause())).is_err() {
+        tracing::error!("a pause inside an MSM panicked; the MSM goes on");
+    }
+}
 
 /// Scalars of one MSM: on the host, or a prefix/window of a device buffer.
 pub enum Scalars<'a> {
@@ -138,10 +152,21 @@ macro_rules! msm_context {
                 self.run_with(scalars, MsmPath::Witness)
             }
 
+            /// [`Self::run`] (`how` Dense) or [`Self::run_witness`] (Witness) that calls `pause`
+            /// between the steps of a long MSM, none of its kernels running, so the caller can
+            /// lend the device there (the wide path only; the time in `pause` is not in the ms).
+            pub fn run_pausing(&self, scalars: Scalars<'_>, how: MsmPath, pause: &mut dyn FnMut()) -> Result<($proj, f32, usize), CudaError> {
+                self.run_with_pause(scalars, how, Some(pause))
+            }
+
             fn run_with(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
+                self.run_with_pause(scalars, how, None)
+            }
+
+            fn run_with_pause(&self, scalars: Scalars<'_>, how: MsmPath, pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
                 let n = scalars.raw().1;
                 if n >= MIN_GPU_MSM || self.host.is_null() {
-                    return self.device_msm(scalars, how);
+                    return self.device_msm_pausing(scalars, how, pause);
                 }
                 let started = std::time::Instant::now();
                 let host = scalars.to_host()?;
@@ -167,12 +192,21 @@ macro_rules! msm_context {
             }
 
             fn device_msm(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
+                self.device_msm_pausing(scalars, how, None)
+            }
+
+            fn device_msm_pausing(&self, scalars: Scalars<'_>, how: MsmPath, pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
                 let (ptr, n, on_device) = scalars.raw();
                 assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
                 let mut out = <$raw_proj>::default();
                 let mut ms = 0f32;
                 let mut dense = n;
-                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, how as u32, &mut out, &mut ms, &mut dense) })?;
+                let mut pause = pause;
+                let (pause_fn, pause_arg): (Option<ffi::PauseFn>, *mut std::ffi::c_void) = match pause.as_mut() {
+                    Some(p) => (Some(call_pause), p as *mut &mut dyn FnMut() as *mut std::ffi::c_void),
+                    None => (None, std::ptr::null_mut()),
+                };
+                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, how as u32, pause_fn, pause_arg, &mut out, &mut ms, &mut dense) })?;
                 // SAFETY: blstrs' projective type is repr(transparent) over blst's, and sppark's
                 // Jacobian result has blst's layout (X, Y, Z in Montgomery form).
                 Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms, dense))

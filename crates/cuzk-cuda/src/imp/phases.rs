@@ -2,7 +2,9 @@
 //! NTT from host a, b, c, or by device mat-vec from the witness), the quotient, then the H, L,
 //! A, B_G1 and B_G2 MSMs. The caller ([`super::prover`]) holds the device lock around them and
 //! owns device choice, retry and health; `boundary` is called between phases, when none of
-//! this partition's kernels is running, so that deadline work can take the device there.
+//! this partition's kernels is running, so that deadline work can take the device there: after
+//! the mat-vec, after the NTT, after each MSM, and inside the long dense G1 MSMs (between the
+//! wide path's steps, see msm.rs), so that no stretch without one is much over ~0.3 s at 32 GiB.
 
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use cuzk_groth16::{ProveTimings, ProvingAssignment};
 use group::Group;
 
 use super::error::CudaError;
-use super::msm::{MsmG1, MsmG2, Scalars};
+use super::msm::{MsmG1, MsmG2, MsmPath, Scalars};
 use super::ntt;
 use super::pce::DevicePce;
 use super::resident::SrsOnDevice;
@@ -47,14 +49,14 @@ pub(crate) fn host_abc(index: usize, dev: &SrsOnDevice, shape: &Shape, inputs: &
     t.upload += ms(qt.upload_ms);
     t.ntt = ms(qt.ntt_ms);
     boundary();
-    let h = run_g1(&dev.h, Scalars::Device { buffer: &d_h, offset: 0, len: n - 1 }, &mut t.msm_h)?;
+    let h = run_g1(&dev.h, Scalars::Device { buffer: &d_h, offset: 0, len: n - 1 }, &mut t.msm_h, boundary)?;
     drop(d_h);
     boundary();
-    let l = run_g1(&dev.l, Scalars::Host(&w.aux_assignment), &mut t.msm_l)?;
+    let l = run_g1(&dev.l, Scalars::Host(&w.aux_assignment), &mut t.msm_l, boundary)?;
     boundary();
-    let a = run_g1(&dev.a, Scalars::Host(&inputs.a_scalars), &mut t.msm_a)?;
+    let a = run_g1(&dev.a, Scalars::Host(&inputs.a_scalars), &mut t.msm_a, boundary)?;
     boundary();
-    let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1)?;
+    let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1, boundary)?;
     boundary();
     let b_g2 = run_g2(&dev.b_g2, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g2)?;
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
@@ -73,21 +75,22 @@ pub(crate) fn witness(index: usize, dev: &SrsOnDevice, dpce: &DevicePce, shape: 
     let (abc, mv_ms) = dpce.eval(&shape.domain, &witness)?;
     t.matvec = ms(mv_ms);
     tracing::debug!(matvec_ms = mv_ms, "mat-vec done; quotient");
+    boundary();
     t.ntt = ms(ntt::quotient_on_device(&shape.domain, &abc)?);
     tracing::debug!("quotient done; MSMs");
     boundary();
-    let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h)?;
+    let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h, boundary)?;
     drop(abc);
     boundary();
     // L, A and B take witness values: mostly 0/1, so their MSMs are split (see msm.rs).
-    let l = witness_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, "L", &mut t.msm_l)?;
+    let l = witness_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, "L", &mut t.msm_l, boundary)?;
     boundary();
     let a_s = dpce.gather_a(&witness)?;
-    let a = witness_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, "A", &mut t.msm_a)?;
+    let a = witness_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, "A", &mut t.msm_a, boundary)?;
     drop(a_s);
     boundary();
     let b_s = dpce.gather_b(&witness)?;
-    let b_g1 = witness_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, "B_G1", &mut t.msm_b_g1)?;
+    let b_g1 = witness_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, "B_G1", &mut t.msm_b_g1, boundary)?;
     boundary();
     let b_g2 = witness_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
@@ -111,9 +114,9 @@ fn run_query<M, P: Group>(m: &Option<M>, query: &str, slot: &mut Duration, run: 
     }
 }
 
-fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration) -> Result<G1Projective, CudaError> {
-    let n = s.len();
-    run_query(m, "G1", slot, |m| m.run(s).map(|(p, t)| (p, t, n)))
+/// Dense G1 scalars (H; the host path's L, A, B), pausing at `boundary` inside the MSM.
+fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G1Projective, CudaError> {
+    run_query(m, "G1", slot, |m| m.run_pausing(s, MsmPath::Dense, boundary))
 }
 
 fn run_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
@@ -122,8 +125,9 @@ fn run_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Pr
 }
 
 /// Witness scalars (L, A, B): split on the device (see msm.rs).
-fn witness_g1(m: &Option<MsmG1>, s: Scalars<'_>, query: &str, slot: &mut Duration) -> Result<G1Projective, CudaError> {
-    run_query(m, query, slot, |m| m.run_witness(s))
+/// A witness too dense to split (WindowPoSt's) takes the wide path, and pauses there.
+fn witness_g1(m: &Option<MsmG1>, s: Scalars<'_>, query: &str, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G1Projective, CudaError> {
+    run_query(m, query, slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }
 
 fn witness_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {

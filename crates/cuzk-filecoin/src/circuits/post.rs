@@ -1,14 +1,20 @@
 //! WinningPoSt and WindowPoSt (one partition per request): bincode `FallbackPoStSectorProof`
 //! vanilla proofs + randomness + miner id → one FallbackPoSt circuit.
+//!
+//! A WindowPoSt partition is assembled here, not by filecoin-proofs'
+//! `single_partition_vanilla_proofs`: that one re-hashes every path (23,490 at 32 GiB) to
+//! check them before returning, ~2 s of a deadline proof before it is queued. Here submit
+//! checks what costs nothing (counts, path shapes, every path's root is its sector's
+//! comm_r_last); the hashes themselves are checked where the witness computes them
+//! (`native_witness::post`), and the opened leaves by the public inputs.
 
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{
-    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs, with_shape, FallbackPoStSectorProof,
-    PoStConfig,
+    as_safe_commitment, partition_vanilla_proofs, with_shape, FallbackPoStSectorProof, PoStConfig,
 };
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
-use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
 
 use super::native_witness::post::PostInputs;
@@ -65,6 +71,12 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         }
         for o in openings {
             check_merkle_path("PoSt vanilla proofs", o, nodes)?;
+            if o.root() != inner[0].comm_r_last {
+                return Err(InputError::Invalid {
+                    what: "PoSt vanilla proofs",
+                    reason: format!("sector {}: an inclusion proof's root is not the sector's comm_r_last", u64::from(p.sector_id)),
+                });
+            }
         }
     }
     let randomness = post_randomness(&req.randomness)?;
@@ -99,8 +111,7 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
             priority: false,
         };
         let pp = FallbackPoStCompound::<Tree>::setup(&setup).map_err(circuit_error("WindowPoSt setup"))?;
-        let proof = single_partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_inputs, &vanilla)
-            .map_err(circuit_error("WindowPoSt vanilla proofs"))?;
+        let proof = window_partition_proof(&pub_inputs.sectors, &vanilla, config.sector_count);
         (pub_inputs, pp, proof, verify_sectors)
     } else {
         if vanilla.len() != config.sector_count {
@@ -145,4 +156,24 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
     .map_err(circuit_error("PoSt public inputs"))?;
     let native = PostInputs::new(&circuit, &partition_proof).map_err(|reason| InputError::Invalid { what: "PoSt vanilla proofs", reason })?;
     Ok(vec![Partition { index: 0, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs: inputs }])
+}
+
+/// The partition proof filecoin-proofs assembles for a WindowPoSt partition: per public
+/// sector, the sector proof of the first vanilla proof with its id, the last one repeated to
+/// fill the partition's `sector_count` slots. Every public sector is one of `vanilla`'s, and
+/// there is at least one (checked by the caller).
+fn window_partition_proof<Tree: MerkleTreeTrait>(
+    sectors: &[PublicSector<<Tree::Hasher as filecoin_hashers::Hasher>::Domain>],
+    vanilla: &[FallbackPoStSectorProof<Tree>],
+    sector_count: usize,
+) -> fallback::Proof<Tree::Proof> {
+    let mut proofs = Vec::with_capacity(sector_count);
+    for sector in sectors {
+        let found = vanilla.iter().find(|p| p.sector_id == sector.id).expect("public sectors come from the vanilla proofs");
+        proofs.extend(found.vanilla_proof.sectors.iter().cloned());
+    }
+    while proofs.len() < sector_count {
+        proofs.push(proofs.last().expect("at least one sector").clone());
+    }
+    fallback::Proof { sectors: proofs }
 }

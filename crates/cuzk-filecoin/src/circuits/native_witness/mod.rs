@@ -160,13 +160,15 @@ pub(crate) fn to_bits(booleans: &[Boolean]) -> Result<Vec<Bit>, SynthesisError> 
 
 /// `PoRCircuit` for a Poseidon tree of `Tree`'s shape (the path private), each level's hash
 /// computed natively. The path splits as storage-proofs' `AuthPath` splits it: the last
-/// level is the top tree's (if any), the one before it the sub-tree's (if any).
+/// level is the top tree's (if any), the one before it the sub-tree's (if any). Returns the
+/// root the path hashes to, which the circuit constrains to equal `root` (a witness-only
+/// system does not check it; callers whose inputs are never synthetic may).
 pub(crate) fn poseidon_tree_inclusion<Tree: MerkleTreeTrait, S: AuxValues>(
     cs: &mut WitnessCs<S>,
     mut path: Path,
     root: &AllocatedNum<Fr>,
     leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let has_top = Tree::TopTreeArity::to_usize() > 0;
     let has_sub = Tree::SubTreeArity::to_usize() > 0;
     let upper = if has_top { 2 } else { usize::from(has_sub) };
@@ -183,7 +185,14 @@ pub(crate) fn poseidon_tree_inclusion<Tree: MerkleTreeTrait, S: AuxValues>(
     let cur = tree_levels::<Tree::TopTreeArity, S>(cs, top.into_iter().collect(), cur, &mut index_bits)?;
     multipack::pack_into_inputs(&mut *cs, &index_bits)?;
     constraint::equal(&mut *cs, || "tree root", &cur, root);
-    Ok(())
+    Ok(cur)
+}
+
+/// A witness value that breaks one of the circuit's equalities: the request's data are
+/// inconsistent. Carried as `InvalidData` (SynthesisError has no variant with a message);
+/// the engine reports the message as it is.
+pub(crate) fn inconsistent_input(message: String) -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::new(std::io::ErrorKind::InvalidData, message))
 }
 
 /// One part (base, sub or top) of a Poseidon path: per level the index bits and the

@@ -121,7 +121,8 @@ fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
 
     // The challenged column's hash, in tree C.
     let column = column_hash(cs, &labels)?;
-    poseidon_tree_inclusion::<Tree, S>(cs, comm_c_path, roots.comm_c, &column)
+    poseidon_tree_inclusion::<Tree, S>(cs, comm_c_path, roots.comm_c, &column)?;
+    Ok(())
 }
 
 /// `create_label_circuit`'s witness: SHA-256 over replica id ‖ layer ‖ node ‖ 37 parents,

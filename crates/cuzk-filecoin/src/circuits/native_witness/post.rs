@@ -6,6 +6,13 @@
 //! hashes, which is what made its gadget synthesis slow. Like storage-proofs does for
 //! extensible constraint systems, sectors are split into chunks computed in parallel, each
 //! into its own system, and appended in order — the same witness as one sequential pass.
+//!
+//! It is also where a WindowPoSt request's vanilla proofs are checked: every path must hash to
+//! comm_r_last and comm_r must be H(comm_c, comm_r_last), the two equalities of the circuit a
+//! witness-only system does not evaluate. The hashes are computed here anyway; checking them
+//! at submit as well (filecoin-proofs' partition assembly re-hashes all 23,490 paths of a
+//! 32 GiB partition) cost a deadline proof ~2 s before it was queued. The opened leaves'
+//! indices are the circuit's public inputs, which the engine compares with the request's.
 
 use bellpepper_core::num::AllocatedNum;
 use bellpepper_core::SynthesisError;
@@ -18,12 +25,14 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{self, FallbackPoStCircuit};
 use typenum::U2;
 
-use super::{poseidon, poseidon_tree_inclusion, Path};
+use super::{inconsistent_input, poseidon, poseidon_tree_inclusion, Path};
 use crate::circuits::NativeWitness;
 
 /// One sector of the partition (the circuit's sector list: filecoin-proofs repeats the last
 /// sector to fill a partition, and so does this list).
 pub(crate) struct SectorInputs {
+    /// The sector's id, for errors.
+    id: u64,
     comm_r: Fr,
     comm_c: Fr,
     comm_r_last: Fr,
@@ -58,7 +67,10 @@ impl<Tree: 'static + MerkleTreeTrait> PostInputs<Tree> {
                 if paths.len() != leaves.len() {
                     return Err(format!("{} leaves, {} paths", leaves.len(), paths.len()));
                 }
+                let id = value(s.id, "an id")?;
+                let id = u64::from_le_bytes(id.to_bytes_le()[..8].try_into().expect("8 bytes"));
                 Ok(SectorInputs {
+                    id,
                     comm_r: value(s.comm_r, "comm_r")?,
                     comm_c: value(s.comm_c, "comm_c")?,
                     comm_r_last: value(s.comm_r_last, "comm_r_last")?,
@@ -89,9 +101,21 @@ fn synthesize_sector<Tree: MerkleTreeTrait, S: AuxValues>(cs: &mut WitnessCs<S>,
     // comm_r = H(comm_c || comm_r_last): Poseidon's `hash2_circuit` is the arity-2 hash.
     let hash = poseidon::poseidon_hash(cs, &[comm_c, comm_r_last.clone()], <U2 as PoseidonArity>::PARAMETERS())?;
     constraint::equal(&mut *cs, || "comm_r", &comm_r, &hash);
-    for (leaf, path) in sector.leaves.iter().zip(&sector.paths) {
+    if hash.get_value() != Some(sector.comm_r) {
+        return Err(inconsistent_input(format!(
+            "sector {}: its vanilla proof's comm_c and comm_r_last do not hash to the sector's comm_r",
+            sector.id
+        )));
+    }
+    for (challenge, (leaf, path)) in sector.leaves.iter().zip(&sector.paths).enumerate() {
         let leaf = AllocatedNum::alloc(&mut *cs, || Ok(*leaf))?;
-        poseidon_tree_inclusion::<Tree, S>(cs, path.clone(), &comm_r_last, &leaf)?;
+        let root = poseidon_tree_inclusion::<Tree, S>(cs, path.clone(), &comm_r_last, &leaf)?;
+        if root.get_value() != Some(sector.comm_r_last) {
+            return Err(inconsistent_input(format!(
+                "sector {}: the inclusion proof of challenge {challenge} does not hash to comm_r_last (a wrong leaf or path)",
+                sector.id
+            )));
+        }
     }
     Ok(())
 }
