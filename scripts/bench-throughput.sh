@@ -154,7 +154,7 @@ fi
 "$bin/cuzk-bench" --addr "unix://$sock" single "\${args[@]}" "\${v[@]}" --request-id "tp-\$i" > "$res/proof-\$i.log" 2>&1
 date +%s.%N > "$res/done-\$i"
 SH
-rm -f "$res/beside.txt" "$res/beside-idle.txt"
+rm -f "$res/beside.txt" "$res/beside-idle.txt" "$res"/beside-*.log   # a run lists only its own deadline proofs
 # One deadline proof; "name seconds verdict wall" appended to FILE. seconds is the client's own
 # round trip, from just before the request goes out to the verified proof back; wall also
 # counts reading the inputs from disk and, for the first, filecoin-proofs' check in the client.

@@ -50,7 +50,11 @@ fn mutate(rng: &mut StdRng, bytes: &[u8]) -> Vec<u8> {
     m
 }
 
-/// Mutants of one payload of `req` (picked by `field`) through `prepare`: never a panic.
+/// Mutants of one payload of `req` (picked by `field`) through `prepare`: never a panic. A
+/// mutant that `prepare` takes has each partition's witness computed, as the engine's
+/// synthesis would: some checks of the vanilla proofs happen there (the WindowPoSt paths'
+/// hashes), and a mutant it refuses counts as refused. (A panic there would be caught by the
+/// engine's synthesis and fail the job; it is counted as refused too.)
 fn fuzz_request(kind: ProofKind, seed: u64, rounds: usize, field: fn(&mut ProofRequest) -> &mut Vec<u8>) {
     let f = common::fixture();
     let base = request(&f.dir, &f.manifest, kind).unwrap();
@@ -62,7 +66,12 @@ fn fuzz_request(kind: ProofKind, seed: u64, rounds: usize, field: fn(&mut ProofR
         let payload = field(&mut req);
         *payload = mutate(&mut rng, payload);
         match catch_unwind(AssertUnwindSafe(|| prepare(&req))) {
-            Ok(Ok(_)) => {}
+            Ok(Ok(prepared)) => {
+                let witnessed = prepared.partitions.into_iter().all(|p| matches!(catch_unwind(AssertUnwindSafe(|| p.circuit.witness())), Ok(Ok(_))));
+                if !witnessed {
+                    refused += 1;
+                }
+            }
             Ok(Err(_)) => refused += 1,
             Err(_) => panic!("{kind:?}: mutant {round} (seed {seed}) made prepare panic"),
         }

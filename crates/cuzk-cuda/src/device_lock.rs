@@ -4,7 +4,8 @@
 //! ~2 s at 32 GiB, and a WinningPoSt that arrives meanwhile would wait all of it. So waiters
 //! come in two classes: *urgent* ones (deadline proofs: WinningPoSt, WindowPoSt) are granted
 //! the device before any normal waiter, and a normal holder checks at each phase boundary
-//! (after the NTT and after every MSM, when its kernels have finished and the device is idle)
+//! (after the mat-vec, the NTT and every MSM, and between the steps of a long dense MSM: when
+//! its kernels have finished and the device is idle; see `imp/phases.rs`)
 //! whether urgent work waits; if so it hands the device over, and takes it back once no urgent
 //! work waits or runs.
 //!
