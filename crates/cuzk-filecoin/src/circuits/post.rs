@@ -4,8 +4,9 @@
 //! A WindowPoSt partition is assembled here, not by filecoin-proofs'
 //! `single_partition_vanilla_proofs`: that one re-hashes every path (23,490 at 32 GiB) to
 //! check them before returning, ~2 s of a deadline proof before it is queued. Here submit
-//! checks what costs nothing (counts, path shapes, every path's root is its sector's
-//! comm_r_last); the hashes themselves are checked where the witness computes them
+//! checks what costs next to nothing (counts, path shapes, every path's root is its sector's
+//! comm_r_last, every path opens the leaf its challenge names: one SHA-256 each, so vanilla
+//! proofs for another randomness or sector are refused at once); the Poseidon hashes themselves are checked where the witness computes them
 //! (`native_witness::post`), and the opened leaves by the public inputs.
 
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
@@ -15,7 +16,7 @@ use filecoin_proofs::{
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
-use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
+use storage_proofs_post::fallback::{self, generate_leaf_challenge, get_challenge_index, FallbackPoStCompound, PublicSector};
 
 use super::native_witness::post::PostInputs;
 use super::{bincode_error, check_merkle_path, circuit_error, Partition, WithNativeWitness};
@@ -112,6 +113,7 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         };
         let pp = FallbackPoStCompound::<Tree>::setup(&setup).map_err(circuit_error("WindowPoSt setup"))?;
         let proof = window_partition_proof(&pub_inputs.sectors, &vanilla, config.sector_count);
+        check_window_challenges::<Tree>(&pp.vanilla_params, &pub_inputs, &proof)?;
         (pub_inputs, pp, proof, verify_sectors)
     } else {
         if vanilla.len() != config.sector_count {
@@ -176,4 +178,33 @@ fn window_partition_proof<Tree: MerkleTreeTrait>(
         proofs.push(proofs.last().expect("at least one sector").clone());
     }
     fallback::Proof { sectors: proofs }
+}
+
+/// Every path of the partition opens the leaf its challenge names, as filecoin-proofs' check
+/// of the assembled partition requires (the challenges come from the randomness and the
+/// sector id by SHA-256; only the Poseidon hashing of the paths is left to the witness).
+fn check_window_challenges<Tree: MerkleTreeTrait>(
+    pp: &fallback::PublicParams,
+    pub_inputs: &fallback::PublicInputs<<Tree::Hasher as filecoin_hashers::Hasher>::Domain>,
+    proof: &fallback::Proof<Tree::Proof>,
+) -> Result<(), InputError> {
+    let partition = pub_inputs.k.unwrap_or(0);
+    for (i, (sector, sector_proof)) in pub_inputs.sectors.iter().zip(&proof.sectors).enumerate() {
+        for (n, opening) in sector_proof.inclusion_proofs.iter().enumerate() {
+            let index = get_challenge_index(pp.api_version, partition * pp.sector_count + i, pp.challenge_count, n);
+            let leaf = generate_leaf_challenge(pp, pub_inputs.randomness, u64::from(sector.id), index);
+            if opening.path_index() as u64 != leaf {
+                return Err(InputError::Invalid {
+                    what: "PoSt vanilla proofs",
+                    reason: format!(
+                        "sector {}: challenge {n} opens leaf {}, not the leaf {leaf} this randomness challenges \
+                         (vanilla proofs for another randomness or sector?)",
+                        u64::from(sector.id),
+                        opening.path_index()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }

@@ -11,8 +11,8 @@
 //! comm_r_last and comm_r must be H(comm_c, comm_r_last), the two equalities of the circuit a
 //! witness-only system does not evaluate. The hashes are computed here anyway; checking them
 //! at submit as well (filecoin-proofs' partition assembly re-hashes all 23,490 paths of a
-//! 32 GiB partition) cost a deadline proof ~2 s before it was queued. The opened leaves'
-//! indices are the circuit's public inputs, which the engine compares with the request's.
+//! 32 GiB partition) cost a deadline proof ~2 s before it was queued. Which leaves the paths
+//! open is checked at submit (`circuits/post.rs`).
 
 use bellpepper_core::num::AllocatedNum;
 use bellpepper_core::SynthesisError;
