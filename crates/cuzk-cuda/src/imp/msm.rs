@@ -143,30 +143,26 @@ macro_rules! msm_context {
             /// Σ scalars[i]·points[i] over the first `scalars.len()` points, on the device, or
             /// on the CPU below [`MIN_GPU_MSM`] points; also the wall ms.
             pub fn run(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
-                self.run_with(scalars, MsmPath::Dense).map(|(p, ms, _)| (p, ms))
+                self.run_with(scalars, MsmPath::Dense, None).map(|(p, ms, _)| (p, ms))
             }
 
             /// The same for witness scalars (mostly 0/1): split on the device when it can be
             /// (see the module doc). Also how many scalars went through Pippenger.
             pub fn run_witness(&self, scalars: Scalars<'_>) -> Result<($proj, f32, usize), CudaError> {
-                self.run_with(scalars, MsmPath::Witness)
+                self.run_with(scalars, MsmPath::Witness, None)
             }
 
             /// [`Self::run`] (`how` Dense) or [`Self::run_witness`] (Witness) that calls `pause`
             /// between the steps of a long MSM, none of its kernels running, so the caller can
             /// lend the device there (the wide path only; the time in `pause` is not in the ms).
             pub fn run_pausing(&self, scalars: Scalars<'_>, how: MsmPath, pause: &mut dyn FnMut()) -> Result<($proj, f32, usize), CudaError> {
-                self.run_with_pause(scalars, how, Some(pause))
+                self.run_with(scalars, how, Some(pause))
             }
 
-            fn run_with(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
-                self.run_with_pause(scalars, how, None)
-            }
-
-            fn run_with_pause(&self, scalars: Scalars<'_>, how: MsmPath, pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
+            fn run_with(&self, scalars: Scalars<'_>, how: MsmPath, pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
                 let n = scalars.raw().1;
                 if n >= MIN_GPU_MSM || self.host.is_null() {
-                    return self.device_msm_pausing(scalars, how, pause);
+                    return self.device_msm(scalars, how, pause);
                 }
                 let started = std::time::Instant::now();
                 let host = scalars.to_host()?;
@@ -178,30 +174,26 @@ macro_rules! msm_context {
             /// The same as [`Self::run`], always on the device (benchmarks and probes of the
             /// device path).
             pub fn run_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32), CudaError> {
-                self.device_msm(scalars, MsmPath::Dense).map(|(p, ms, _)| (p, ms))
+                self.device_msm(scalars, MsmPath::Dense, None).map(|(p, ms, _)| (p, ms))
             }
 
             /// [`Self::run_witness`], always on the device.
             pub fn run_witness_on_device(&self, scalars: Scalars<'_>) -> Result<($proj, f32, usize), CudaError> {
-                self.device_msm(scalars, MsmPath::Witness)
+                self.device_msm(scalars, MsmPath::Witness, None)
             }
 
             /// On the device by the path given (benchmarks and tests compare the paths).
             pub fn run_path_on_device(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
-                self.device_msm(scalars, how)
+                self.device_msm(scalars, how, None)
             }
 
-            fn device_msm(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
-                self.device_msm_pausing(scalars, how, None)
-            }
-
-            fn device_msm_pausing(&self, scalars: Scalars<'_>, how: MsmPath, pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
+            /// `pause`: see [`Self::run_pausing`].
+            fn device_msm(&self, scalars: Scalars<'_>, how: MsmPath, mut pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
                 let (ptr, n, on_device) = scalars.raw();
                 assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
                 let mut out = <$raw_proj>::default();
                 let mut ms = 0f32;
                 let mut dense = n;
-                let mut pause = pause;
                 let (pause_fn, pause_arg): (Option<ffi::PauseFn>, *mut std::ffi::c_void) = match pause.as_mut() {
                     Some(p) => (Some(call_pause), p as *mut &mut dyn FnMut() as *mut std::ffi::c_void),
                     None => (None, std::ptr::null_mut()),

@@ -114,7 +114,8 @@ fn run_query<M, P: Group>(m: &Option<M>, query: &str, slot: &mut Duration, run: 
     }
 }
 
-/// Dense G1 scalars (H; the host path's L, A, B), pausing at `boundary` inside the MSM.
+/// Dense G1 scalars (H; the host path's L, A, B). With device scalars the wide path pauses at
+/// `boundary` inside the MSM; host scalars go through sppark's Pippenger, which does not.
 fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G1Projective, CudaError> {
     run_query(m, "G1", slot, |m| m.run_pausing(s, MsmPath::Dense, boundary))
 }

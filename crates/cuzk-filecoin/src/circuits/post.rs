@@ -4,10 +4,10 @@
 //! A WindowPoSt partition is assembled here, not by filecoin-proofs'
 //! `single_partition_vanilla_proofs`: that one re-hashes every path (23,490 at 32 GiB) to
 //! check them before returning, ~2 s of a deadline proof before it is queued. Here submit
-//! checks what costs next to nothing (counts, path shapes, every path's root is its sector's
-//! comm_r_last, every path opens the leaf its challenge names: one SHA-256 each, so vanilla
-//! proofs for another randomness or sector are refused at once); the Poseidon hashes themselves are checked where the witness computes them
-//! (`native_witness::post`), and the opened leaves by the public inputs.
+//! checks what costs next to nothing: counts, path shapes, every path's root is its sector's
+//! comm_r_last, and every path opens the leaf its challenge names (one SHA-256 each, so
+//! vanilla proofs for another randomness or sector are refused at once). The Poseidon hashes
+//! themselves are checked where the witness computes them (`native_witness::post`).
 
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{
