@@ -14,6 +14,10 @@
 #                                          PoRep stream (N=4, J=2): end-to-end latency, PoRep s/proof
 #   scripts/bench-h200.sh BIN_DIR wdeadline32  WindowPoSt 32 GiB partitions (2349 sectors) idle, then
 #                                          beside a 32 GiB PoRep stream (N=6, J=3)
+#   scripts/bench-h200.sh BIN_DIR critical32  WinningPoSt 32 GiB idle, then beside a stream of
+#                                          WindowPoSt 32 GiB partitions (2349 sectors; N=6, J=2)
+#   scripts/bench-h200.sh BIN_DIR all32    WinningPoSt 32 GiB beside a streaming 32 GiB PoRep,
+#                                          with WindowPoSt 32 GiB resident (preloaded first)
 #   scripts/bench-h200.sh BIN_DIR ours     cuzk: one proof alone (N=1), then device mat-vec on
 #                                          (N=5, J=3), then off (N=2, J=2)
 #   scripts/bench-h200.sh BIN_DIR peer     filecoin-proofs + SupraSeal (1 run), then cuzk N=1, J=1
@@ -86,6 +90,21 @@ case "$mode" in
             TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-35} TP_BESIDE_IDLE=${TP_BESIDE_IDLE:-2}
         ours wdeadline32 "${N:-6}" "${J:-3}" "${D0:-240}" "" 32GiB
         ;;
+    critical32)
+        # WinningPoSt 32 GiB proofs (CRITICAL) beside back-to-back WindowPoSt 32 GiB partitions
+        # (HIGH), as during a busy proving deadline, and on the idle daemon before it.
+        export TP_BESIDE=winning-32g TP_BESIDE_N=${TP_BESIDE_N:-10} TP_BESIDE_GAP=${TP_BESIDE_GAP:-4} \
+            TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-25} TP_BESIDE_IDLE=${TP_BESIDE_IDLE:-3}
+        TP_SECTORS=2349 ours critical32 "${N:-6}" "${J:-2}" "${D0:-200}" "" wpost-32g
+        ;;
+    all32)
+        # All three circuits in one daemon: WindowPoSt 32 GiB preloaded first (resident), then
+        # PoRep (its points then stream from host memory), and WinningPoSt proofs beside the
+        # PoRep stream.
+        export TP_PRELOAD_FIRST=wpost-32g TP_BESIDE=winning-32g TP_BESIDE_N=${TP_BESIDE_N:-12} TP_BESIDE_GAP=${TP_BESIDE_GAP:-4} \
+            TP_BESIDE_DELAY=${TP_BESIDE_DELAY:-30} TP_BESIDE_IDLE=${TP_BESIDE_IDLE:-2}
+        ours all32 "${N:-4}" "${J:-3}" "${D0:-200}" "" 32GiB
+        ;;
     ours)
         ours single 1 1 "${D0:-110}"
         ours device-matvec 5 3 "${D1:-200}"
@@ -138,5 +157,5 @@ PY
         rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
-    *) echo "mode: porep32, porep64, post32, snap32, deadline32, wdeadline32, scale32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
+    *) echo "mode: porep32, porep64, post32, snap32, deadline32, wdeadline32, critical32, all32, scale32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;
 esac

@@ -34,6 +34,10 @@
 # kind's default priority. Each one's end-to-end latency (the client's round trip: request
 # out to verified proof back) is in results/beside.txt, summarised as p50/p99/max; the
 # stream's per-partition figures leave those partitions out.
+#
+# TP_PRELOAD_FIRST="CIRCUIT ..." preloads those circuits (generated parameters) before anything
+# else and proves none of them: an operator's srs.preload listing them first, so that they hold
+# the device and the stream's parameters may have to stream (e.g. wpost-32g beside a PoRep).
 set -u
 bin=$(realpath "$1"); work=$2; size=$3; n=$4; j=$5; backend=${6:-cuda}; extra=${7:-}
 mkdir -p "$work/params" "$work/results"
@@ -64,7 +68,9 @@ else
         beside_dir="$work/inputs-$beside-${TP_BESIDE_SECTORS:-1}"
         [[ -f $beside_dir/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit "$beside" --sectors "${TP_BESIDE_SECTORS:-1}" --seed 1 --out "$beside_dir" || exit 1
     fi
-    srs_keys="generated = [\"$circuit\"${beside:+, \"$beside\"}]
+    first_keys=""
+    for c in ${TP_PRELOAD_FIRST:-}; do first_keys+=", \"$c\""; done
+    srs_keys="generated = [\"$circuit\"${beside:+, \"$beside\"}$first_keys]
 generated_seed = 1"
 fi
 
@@ -117,6 +123,11 @@ preload_beside() {
     "$bin/cuzk-bench" --addr "unix://$sock" preload "$beside" || { tail -20 "$res/daemon.log"; exit 1; }
     echo "preload of $beside (deadline proofs beside the stream): $((SECONDS - t)) s"
 }
+for c in ${TP_PRELOAD_FIRST:-}; do
+    t=$SECONDS
+    "$bin/cuzk-bench" --addr "unix://$sock" preload "$c" || { tail -20 "$res/daemon.log"; exit 1; }
+    echo "preload of $c (first; no proofs of it): $((SECONDS - t)) s"
+done
 # TP_BESIDE_FIRST=1: the deadline circuit first, as an operator's srs.preload lists it, so it
 # is the one whose parameters stay resident when a device cannot hold both with room to prove.
 [[ -n ${beside:-} && -n ${TP_BESIDE_FIRST:-} ]] && preload_beside

@@ -144,7 +144,9 @@ pub struct PipelineConfig {
     /// RESOURCE_EXHAUSTED.
     pub max_queued_partitions: usize,
     /// One more synthesis and one more prover worker that take only HIGH and CRITICAL work
-    /// (WindowPoSt, WinningPoSt), so deadline proofs never wait for a worker busy with PoRep.
+    /// (WindowPoSt, WinningPoSt), so deadline proofs never wait for a worker busy with PoRep;
+    /// and one more of each that take only CRITICAL work, so a WinningPoSt never waits for
+    /// one busy with a WindowPoSt partition.
     pub deadline_lane: bool,
     /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
     /// prove, verify) this long without moving on is failed, so it cannot stay Running

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
-use cuzk_groth16::{ProveTimings, ProverBackend, WorkLabel};
+use cuzk_groth16::{ProveTimings, ProverBackend, Urgency, WorkLabel};
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -90,7 +90,7 @@ impl Engine {
                     }
                 }
             });
-            let label = WorkLabel { job_id: "in-process".into(), proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into(), urgent: false };
+            let label = WorkLabel { job_id: "in-process".into(), proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into(), urgency: Urgency::Normal };
             rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?, &label)).collect()
         });
         let mut proved = proved?;

@@ -2,7 +2,8 @@
 //! every general prover worker is stuck in PoRep partitions, with more PoRep queued behind,
 //! is proved, verified and returned anyway — by the lane's own workers — and the PoRep work
 //! completes once it may. Nor does a parameter load that hangs, or a backlog of 100 PoRep
-//! jobs, hold the lane up. Without the lane the same WinningPoSt waits for the PoRep.
+//! jobs, hold the lane up. Without the lane the same WinningPoSt waits for the PoRep. A
+//! WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical lane).
 
 mod common;
 
@@ -14,19 +15,30 @@ use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{ProofKind, ProofRequest};
-use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, Urgency, WorkLabel};
 use parking_lot::{Condvar, Mutex};
 
-/// The CPU prover, except that work not marked urgent waits at a gate until it opens: the
-/// general workers are busy for as long as the test wants.
-#[derive(Default)]
+/// The CPU prover, except that work less urgent than `passes` waits at a gate until it opens:
+/// the workers proving it are busy for as long as the test wants.
 struct GatedProver {
     open: Mutex<bool>,
     opened: Condvar,
     held: AtomicUsize,
+    passes: Urgency,
+}
+
+impl Default for GatedProver {
+    /// Deadline work passes; PoRep waits.
+    fn default() -> Self {
+        GatedProver::passing(Urgency::High)
+    }
 }
 
 impl GatedProver {
+    fn passing(passes: Urgency) -> Self {
+        GatedProver { open: Mutex::new(false), opened: Condvar::new(), held: AtomicUsize::new(0), passes }
+    }
+
     fn open(&self) {
         *self.open.lock() = true;
         self.opened.notify_all();
@@ -39,7 +51,7 @@ impl ProverBackend for GatedProver {
     }
 
     fn prove(&self, srs: &Srs, a: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
-        if !label.urgent {
+        if label.urgency < self.passes {
             self.held.fetch_add(1, Ordering::SeqCst);
             let mut open = self.open.lock();
             while !*open {
@@ -122,6 +134,27 @@ fn without_the_lane_a_winning_post_waits_for_the_porep() {
     assert!(wait(&s, &job, Duration::from_secs(5)).is_none(), "with no lane the only prover is held by PoRep");
     backend.open();
     assert_verified(&wait(&s, &job, Duration::from_secs(300)).unwrap(), ProofKind::WinningPost);
+    assert_verified(&wait(&s, &porep[0], Duration::from_secs(900)).unwrap(), ProofKind::PoRepSealCommit);
+    s.shutdown(Duration::from_secs(30));
+}
+
+/// The critical lane: a WinningPoSt is proved while the deadline lane's prover is stuck in a
+/// WindowPoSt partition (a 32 GiB one holds it ~10 s) and the general one in PoRep.
+#[test]
+fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
+    let backend = Arc::new(GatedProver::passing(Urgency::Critical));
+    let s = scheduler(true, backend.clone());
+    let porep = busy_with_porep(&s, &backend, 0);
+    let window = s.submit("window", None, fixture_request(ProofKind::WindowPostPartition)).unwrap().job_id;
+    while backend.held.load(Ordering::SeqCst) < 2 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let job = s.submit("winning", None, fixture_request(ProofKind::WinningPost)).unwrap().job_id;
+    let r = wait(&s, &job, Duration::from_secs(300)).expect("the WinningPoSt waited for the WindowPoSt or the PoRep");
+    assert_verified(&r, ProofKind::WinningPost);
+    assert_ne!(s.job(&window).unwrap().phase(), Phase::Completed, "the WindowPoSt was still held at the gate");
+    backend.open();
+    assert_verified(&wait(&s, &window, Duration::from_secs(300)).unwrap(), ProofKind::WindowPostPartition);
     assert_verified(&wait(&s, &porep[0], Duration::from_secs(900)).unwrap(), ProofKind::PoRepSealCommit);
     s.shutdown(Duration::from_secs(30));
 }

@@ -79,9 +79,9 @@ struct optional_buffer_t {
     optional_buffer_t& operator=(const optional_buffer_t&) = delete;
 };
 
-// A point inside one long device step (today: the wide MSM's sort and bucket groups) where the
-// caller may lend the device to other work, as it does between phases (cuzk-cuda's
-// device_lock.rs). When `fn` runs, every kernel the step launched has finished, and the step
+// A point inside one long device step (between the wide MSM's sort and bucket groups, or a
+// chunked MSM's chunks) where the caller may lend the device to other work, as it does between
+// phases (cuzk-cuda's device_lock.rs). When `fn` runs, every kernel the step launched has finished, and the step
 // touches none of its buffers until `fn` returns. `fn` must not throw or unwind (the Rust
 // side catches panics). The time spent inside it is the other work's, not the step's.
 typedef void (*cuzk_pause_fn)(void*);

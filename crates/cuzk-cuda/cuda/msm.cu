@@ -10,6 +10,8 @@
 // Scalars are Fr in Montgomery form (blstrs' in-memory layout); results are Jacobian points
 // in blst's layout. The caller serialises use of one device (sppark's per-device streams are
 // shared by every context on that device).
+// A run given a pause hook stops for it inside long MSMs: the wide path between its steps
+// (msm_wide.cuh), sppark's Pippenger between chunks of points (msm_chunked.cuh).
 #include "common.cuh"
 #include <ec/jacobian_t.hpp>
 #include <ec/xyzz_t.hpp>
@@ -26,6 +28,7 @@ typedef fr_t scalar_t;
 #include <type_traits>
 #include "msm_split.cuh"
 #include "msm_wide.cuh"
+#include "msm_chunked.cuh"
 
 // What a run is asked to do (the Rust side's MsmPath): sppark's Pippenger as it is; a witness
 // MSM, split when it can be (msm_split.cuh); a dense MSM, with wide windows when it can be
@@ -40,6 +43,7 @@ struct msm_ctx {
     const affine* host_points;   // null when resident
     void* d_points;              // null when streaming
     size_t npoints;
+    size_t chunk_points;         // msm_chunked.cuh: points between two pauses
 };
 
 typedef msm_ctx<bucket_t, point_t, affine_t> msm_g1_ctx;
@@ -57,7 +61,8 @@ static RustError ctx_create(size_t index, const affine* points, size_t npoints, 
         if (points == nullptr && !resident)
             throw std::invalid_argument("a streaming MSM context needs its host points");
         gpu_at(index);
-        auto* ctx = new ctx_t{index, nullptr, resident ? nullptr : points, nullptr, npoints};
+        const size_t chunk = std::is_same<affine, affine_t>::value ? CHUNK_G1_POINTS : CHUNK_G2_POINTS;
+        auto* ctx = new ctx_t{index, nullptr, resident ? nullptr : points, nullptr, npoints, chunk};
         try {
             if (resident) {
                 CUDA_OK(cudaMalloc(&ctx->d_points, npoints * sizeof(affine)));
@@ -106,18 +111,22 @@ static void ctx_destroy(ctx_t* ctx)
     delete ctx;
 }
 
-// The plain Pippenger over the first n points, with the scalars on the host or the device.
+// The plain Pippenger over points and scalars [off, off + n). d_chunk: that range's points,
+// already copied to the device (msm_chunked.cuh's prefetch for host points), else null.
 template<class ctx_t, class point, class affine>
-static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, point* out)
+static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t off, size_t n, bool on_device,
+                          const affine* d_chunk, point* out)
 {
     RustError e;
-    if (ctx->d_points != nullptr) {
-        dev_ptr_t<affine> pts((affine*)ctx->d_points, n);
-        e = on_device ? ctx->engine->invoke(*out, pts, n, dev_ptr_t<scalar_t>((scalar_t*)scalars, n), true)
-                      : ctx->engine->invoke(*out, pts, n, scalars, true);
+    const scalar_t* s = scalars + off;
+    const affine* d_pts = d_chunk ? d_chunk : ctx->d_points ? (const affine*)ctx->d_points + off : nullptr;
+    if (d_pts != nullptr) {
+        dev_ptr_t<affine> pts((affine*)d_pts, n);
+        e = on_device ? ctx->engine->invoke(*out, pts, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
+                      : ctx->engine->invoke(*out, pts, n, s, true);
     } else {
-        e = on_device ? ctx->engine->invoke(*out, ctx->host_points, n, dev_ptr_t<scalar_t>((scalar_t*)scalars, n), true)
-                      : ctx->engine->invoke(*out, ctx->host_points, n, scalars, true);
+        e = on_device ? ctx->engine->invoke(*out, ctx->host_points + off, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
+                      : ctx->engine->invoke(*out, ctx->host_points + off, n, s, true);
     }
     if (e.code != cudaSuccess)
         throw cuda_error{e.code, e.message ? e.message : "MSM failed"};
@@ -127,8 +136,8 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on
 // how: msm_how_t. The split and the wide windows need device scalars and resident points, and
 // either may decline: a declined split tries the wide windows, and sppark's Pippenger runs
 // when neither did. dense: how many scalars went through a Pippenger (n unless split).
-// pause_fn (may be null): called inside the wide MSM's long steps (common.cuh, pause_hook_t);
-// *ms leaves out the time spent in it.
+// pause_fn (may be null): called inside a long MSM, between the wide path's steps or between
+// chunks of sppark's (common.cuh, pause_hook_t); *ms leaves out the time spent in it.
 template<class bucket, class ctx_t, class point, class affine>
 static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_device, uint32_t how,
                          cuzk_pause_fn pause_fn, void* pause_arg, point* out, float* ms, size_t* dense)
@@ -154,8 +163,14 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
                 if (on_chip && !done && how != MSM_SPPARK)
                     done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause);
             }
+            // A long one pauses between chunks of points (msm_chunked.cuh).
             if (!done)
-                ctx_pippenger<ctx_t, point, affine>(ctx, scalars, n, on_device, out);
+                done = chunked_msm<point, affine>(gpu, ctx->host_points, n, ctx->chunk_points, pause, *out,
+                    [&](const affine* d_chunk, size_t off, size_t len, point& part) {
+                        ctx_pippenger<ctx_t, point, affine>(ctx, scalars, off, len, on_device, d_chunk, &part);
+                    });
+            if (!done)
+                ctx_pippenger<ctx_t, point, affine>(ctx, scalars, 0, n, on_device, nullptr, out);
         }
         gpu.sync();
         *ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count() - pause.paused_ms;
@@ -169,6 +184,8 @@ CUZK_FFI RustError cuzk_msm_g1_run(msm_g1_ctx* ctx, const scalar_t* scalars, siz
 {   return ctx_run<bucket_t, msm_g1_ctx, point_t, affine_t>(ctx, scalars, n, on_device, how, pause_fn, pause_arg, out, ms, dense);   }
 CUZK_FFI RustError cuzk_msm_g1_fill(msm_g1_ctx* ctx, size_t offset, const affine_t* points, size_t n)
 {   return ctx_fill(ctx, offset, points, n);   }
+CUZK_FFI void cuzk_msm_g1_set_chunk(msm_g1_ctx* ctx, size_t points)
+{   ctx->chunk_points = points;   }
 CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
 {   ctx_destroy(ctx);   }
 
@@ -179,5 +196,7 @@ CUZK_FFI RustError cuzk_msm_g2_run(msm_g2_ctx* ctx, const scalar_t* scalars, siz
 {   return ctx_run<bucket_fp2_t, msm_g2_ctx, point_fp2_t, affine_fp2_t>(ctx, scalars, n, on_device, how, pause_fn, pause_arg, out, ms, dense);   }
 CUZK_FFI RustError cuzk_msm_g2_fill(msm_g2_ctx* ctx, size_t offset, const affine_fp2_t* points, size_t n)
 {   return ctx_fill(ctx, offset, points, n);   }
+CUZK_FFI void cuzk_msm_g2_set_chunk(msm_g2_ctx* ctx, size_t points)
+{   ctx->chunk_points = points;   }
 CUZK_FFI void cuzk_msm_g2_destroy(msm_g2_ctx* ctx)
 {   ctx_destroy(ctx);   }

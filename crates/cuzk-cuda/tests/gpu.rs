@@ -327,6 +327,55 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     assert_eq!(got, msm_g1(&pts, &big), "paused dense MSM of 2^80 everywhere");
 }
 
+/// sppark's Pippenger cut into chunks with a pause between them (cuda/msm_chunked.cuh): B in
+/// G2, and G1 over streaming points. Chunks are set small here so that small MSMs pause.
+/// Resident and streaming contexts (the latter with its chunks copied ahead), host and device
+/// scalars, uneven lengths; another MSM runs on the same device in every pause.
+#[test]
+fn a_chunked_msm_pauses_between_chunks_and_still_equals_the_cpu_msm() {
+    let mut r = rng(14);
+    let n = 70_000 + 5;
+    let pts2 = g2_points(&mut r, n);
+    let pts1 = g1_points(&mut r, n);
+    let sc = edge_scalars(&mut r, n);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let chunk = 16_384;
+    for resident in [true, false] {
+        let mut m2 = unsafe { MsmG2::new(DEV, &pts2, resident) }.unwrap();
+        let mut m1 = unsafe { MsmG1::new(DEV, &pts1, resident) }.unwrap();
+        m2.set_pause_chunk(chunk);
+        m1.set_pause_chunk(chunk);
+        let lent_want = msm_g2(&pts2[..MIN_GPU_MSM + 1], &sc[..MIN_GPU_MSM + 1]);
+        // (length, pauses): 5 chunks of ~14,000; 4 of 16,384; exactly one chunk, no pause.
+        for (len, pauses_expected) in [(n, 4), (4 * chunk, 3), (chunk, 0)] {
+            let want2 = msm_g2(&pts2[..len], &sc[..len]);
+            let want1 = msm_g1(&pts1[..len], &sc[..len]);
+            for on_device in [false, true] {
+                let scalars = || if on_device { Scalars::Device { buffer: &buf, offset: 0, len } } else { Scalars::Host(&sc[..len]) };
+                let what = format!("len={len} resident={resident} device scalars={on_device}");
+                let mut pauses = 0;
+                let mut pause = || {
+                    pauses += 1;
+                    let (lent, _) = m2.run_on_device(Scalars::Host(&sc[..MIN_GPU_MSM + 1])).unwrap();
+                    assert_eq!(lent, lent_want, "the MSM run in a pause");
+                };
+                // The G2 context lends itself: its engine's buckets are reused by the MSM in
+                // the pause, so this also checks that nothing of the chunked MSM is in flight.
+                let (got, _, _) = m2.run_pausing(scalars(), MsmPath::Dense, &mut pause).unwrap();
+                assert_eq!(got, want2, "chunked G2 {what}");
+                assert_eq!(pauses, pauses_expected, "pauses in G2 {what}");
+                let (got, _, _) = m2.run_pausing(scalars(), MsmPath::Witness, &mut || {}).unwrap();
+                assert_eq!(got, want2, "chunked G2 witness path {what}");
+                // G1: the wide path declines below 2^22 points, so this is the chunked one too.
+                let mut pauses = 0;
+                let (got, _, _) = m1.run_pausing(scalars(), MsmPath::Dense, &mut || pauses += 1).unwrap();
+                assert_eq!(got, want1, "chunked G1 {what}");
+                assert_eq!(pauses, pauses_expected, "pauses in G1 {what}");
+            }
+        }
+    }
+}
+
 /// A random R1CS: random linear combinations over ONE, inputs and aux with coefficients
 /// 1, -1, small and random, empty rows, a long row and duplicate terms. Values are random
 /// (unsatisfied): only the linear algebra is under test here.

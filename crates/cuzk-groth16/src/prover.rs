@@ -34,15 +34,27 @@ impl Randomness {
     }
 }
 
-/// Whose partition a backend is proving, for status reports ("device 0 is on job X"). It
-/// changes nothing in the proof.
+/// How soon a partition must be proved. A backend that shares a device lets more urgent work
+/// go first, at the next phase boundary of a less urgent partition in hand: deadline work
+/// passes PoRep, and a WinningPoSt passes a WindowPoSt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Urgency {
+    /// PoRep, SnapDeals, and anything below HIGH priority.
+    #[default]
+    Normal,
+    /// Deadline work at HIGH priority (WindowPoSt: a missed deadline faults the sectors).
+    High,
+    /// Deadline work at CRITICAL priority (WinningPoSt: a late one loses the block reward).
+    Critical,
+}
+
+/// Whose partition a backend is proving, for status reports ("device 0 is on job X"), and how
+/// urgently. It changes nothing in the proof.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WorkLabel {
     pub job_id: String,
     pub proof_kind: String,
-    /// Deadline work (WinningPoSt, WindowPoSt at high priority): a backend that shares a
-    /// device lets it go first, at the next phase boundary of the partition in hand.
-    pub urgent: bool,
+    pub urgency: Urgency,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{CircuitId, ProofKind};
+use cuzk_groth16::Urgency;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -34,6 +35,15 @@ impl Priority {
     /// on a shared device (see `scheduler::workers` and cuzk-cuda's `device_lock`).
     pub fn is_deadline(self) -> bool {
         self >= Priority::High
+    }
+
+    /// How the device lock treats this priority's partitions (see cuzk-cuda's device_lock).
+    pub fn urgency(self) -> Urgency {
+        match self {
+            Priority::Critical => Urgency::Critical,
+            Priority::High => Urgency::High,
+            Priority::Low | Priority::Normal => Urgency::Normal,
+        }
     }
 
     pub fn from_wire(v: i32) -> Option<Priority> {

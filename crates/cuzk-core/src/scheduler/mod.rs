@@ -191,6 +191,9 @@ impl Scheduler {
             let (s1, s2) = (shared.clone(), shared.clone());
             threads.push(spawn("cuzk-synth-deadline".into(), move || workers::synthesis_loop(&s1, Lane::Deadline)));
             threads.push(spawn("cuzk-prove-deadline".into(), move || workers::prover_loop(&s2, Lane::Deadline)));
+            let (s3, s4) = (shared.clone(), shared.clone());
+            threads.push(spawn("cuzk-synth-critical".into(), move || workers::synthesis_loop(&s3, Lane::Critical)));
+            threads.push(spawn("cuzk-prove-critical".into(), move || workers::prover_loop(&s4, Lane::Critical)));
         }
         tracing::info!(backend = %shared.backend.name(), prover_workers, "scheduler started");
         for i in 0..prover_workers {

@@ -24,18 +24,25 @@ use crate::pipeline::{self, Assembled, SynthesizedPartition};
 use crate::srs_cache::LoadedSrs;
 use crate::synthetic::{unverified_message, Verification};
 
-/// Which work a worker takes. The general pools take everything, the best first; the
+/// Which work a worker takes, the best first. The general pools take everything; the
 /// deadline lane's own synthesis and prover workers take only HIGH and CRITICAL work, so a
-/// WinningPoSt never waits for a worker busy with a PoRep partition.
+/// deadline proof never waits for a worker busy with a PoRep partition; the critical lane's
+/// take only CRITICAL work, so a WinningPoSt never waits for one busy with a WindowPoSt
+/// partition (~10 s at 32 GiB).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
     General,
     Deadline,
+    Critical,
 }
 
 impl Lane {
     fn takes(self, p: Priority) -> bool {
-        self == Lane::General || p.is_deadline()
+        match self {
+            Lane::General => true,
+            Lane::Deadline => p.is_deadline(),
+            Lane::Critical => p == Priority::Critical,
+        }
     }
 }
 
@@ -192,7 +199,7 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
     let prove_start = Instant::now();
     // The prover's own share (the expanded witness, host a, b, c); never waits.
     let proving = sh.memory.reserve_proving(sh.memory.estimate(job.circuit).proving);
-    let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into(), urgent: job.priority.is_deadline() };
+    let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into(), urgency: job.priority.urgency() };
     faults::hit(Stage::Prove);
     let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
         Ok(p) => p,

@@ -65,10 +65,12 @@ extern "C" {
     pub fn cuzk_msm_g1_create(index: usize, points: *const blst_p1_affine, n: usize, resident: bool, out: *mut *mut MsmG1Ctx) -> Error;
     pub fn cuzk_msm_g1_run(ctx: *mut MsmG1Ctx, scalars: *const Fr, n: usize, on_device: bool, how: u32, pause: Option<PauseFn>, pause_arg: *mut c_void, out: *mut blst_p1, ms: *mut f32, dense: *mut usize) -> Error;
     pub fn cuzk_msm_g1_fill(ctx: *mut MsmG1Ctx, offset: usize, points: *const blst_p1_affine, n: usize) -> Error;
+    pub fn cuzk_msm_g1_set_chunk(ctx: *mut MsmG1Ctx, points: usize);
     pub fn cuzk_msm_g1_destroy(ctx: *mut MsmG1Ctx);
     pub fn cuzk_msm_g2_create(index: usize, points: *const blst_p2_affine, n: usize, resident: bool, out: *mut *mut MsmG2Ctx) -> Error;
     pub fn cuzk_msm_g2_run(ctx: *mut MsmG2Ctx, scalars: *const Fr, n: usize, on_device: bool, how: u32, pause: Option<PauseFn>, pause_arg: *mut c_void, out: *mut blst_p2, ms: *mut f32, dense: *mut usize) -> Error;
     pub fn cuzk_msm_g2_fill(ctx: *mut MsmG2Ctx, offset: usize, points: *const blst_p2_affine, n: usize) -> Error;
+    pub fn cuzk_msm_g2_set_chunk(ctx: *mut MsmG2Ctx, points: usize);
     pub fn cuzk_msm_g2_destroy(ctx: *mut MsmG2Ctx);
 
     pub fn cuzk_csr_upload(

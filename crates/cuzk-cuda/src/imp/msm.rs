@@ -18,9 +18,10 @@
 //! instead of 15 of 18 at 2^27. Without room for its temporaries that path declines and
 //! sppark's Pippenger runs.
 //!
-//! A long dense MSM can pause between its steps for the caller's phase boundary
-//! ([`MsmG1::run_pausing`]; the wide path's sort and bucket groups), so that deadline work need
-//! not wait for the whole of a 2^27-point H.
+//! A long MSM can pause for the caller's phase boundary ([`MsmG1::run_pausing`]): the wide
+//! path between its sort and bucket groups, sppark's Pippenger between chunks of points
+//! (`cuda/msm_chunked.cuh`: B in G2, streaming points), so that deadline work need not wait
+//! for the whole of a 2^27-point H or a WindowPoSt's 2.6 s B_G2.
 //!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
@@ -99,7 +100,7 @@ impl Scalars<'_> {
 }
 
 macro_rules! msm_context {
-    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $fill:ident, $run:ident, $destroy:ident, $cpu:ident) => {
+    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $fill:ident, $run:ident, $chunk:ident, $destroy:ident, $cpu:ident) => {
         pub struct $name {
             ctx: *mut $ctx,
             host: *const $affine,
@@ -154,7 +155,7 @@ macro_rules! msm_context {
 
             /// [`Self::run`] (`how` Dense) or [`Self::run_witness`] (Witness) that calls `pause`
             /// between the steps of a long MSM, none of its kernels running, so the caller can
-            /// lend the device there (the wide path only; the time in `pause` is not in the ms).
+            /// lend the device there (the time in `pause` is not in the ms).
             pub fn run_pausing(&self, scalars: Scalars<'_>, how: MsmPath, pause: &mut dyn FnMut()) -> Result<($proj, f32, usize), CudaError> {
                 self.run_with(scalars, how, Some(pause))
             }
@@ -204,6 +205,12 @@ macro_rules! msm_context {
                 Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms, dense))
             }
 
+            /// How many points a long sppark MSM runs between two pauses (`cuda/msm_chunked.cuh`;
+            /// the default is about sppark's own batch). Tests set it small to pause small MSMs.
+            pub fn set_pause_chunk(&mut self, points: usize) {
+                unsafe { ffi::$chunk(self.ctx, points) }
+            }
+
             /// Never read the host points again (resident contexts only): small MSMs run on
             /// the device too, and the host copy may be freed.
             pub fn forget_host(&mut self) {
@@ -241,5 +248,5 @@ macro_rules! msm_context {
     };
 }
 
-msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_destroy, msm_g1);
-msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_destroy, msm_g2);
+msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_set_chunk, cuzk_msm_g1_destroy, msm_g1);
+msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_set_chunk, cuzk_msm_g2_destroy, msm_g2);

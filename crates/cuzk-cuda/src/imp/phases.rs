@@ -3,8 +3,9 @@
 //! A, B_G1 and B_G2 MSMs. The caller ([`super::prover`]) holds the device lock around them and
 //! owns device choice, retry and health; `boundary` is called between phases, when none of
 //! this partition's kernels is running, so that deadline work can take the device there: after
-//! the mat-vec, after the NTT, after each MSM, and inside the long dense G1 MSMs (between the
-//! wide path's steps, see msm.rs), so that no stretch without one is much over ~0.3 s at 32 GiB.
+//! the mat-vec, after the NTT, after each MSM, and inside the long MSMs (between the wide path's
+//! steps, or between chunks of sppark's; see msm.rs), so that no stretch without one is much
+//! over ~0.3 s at 32 GiB.
 
 use std::time::Duration;
 
@@ -58,7 +59,7 @@ pub(crate) fn host_abc(index: usize, dev: &SrsOnDevice, shape: &Shape, inputs: &
     boundary();
     let b_g1 = run_g1(&dev.b_g1, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g1, boundary)?;
     boundary();
-    let b_g2 = run_g2(&dev.b_g2, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g2)?;
+    let b_g2 = run_g2(&dev.b_g2, Scalars::Host(&inputs.b_scalars), &mut t.msm_b_g2, boundary)?;
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
 }
 
@@ -92,7 +93,7 @@ pub(crate) fn witness(index: usize, dev: &SrsOnDevice, dpce: &DevicePce, shape: 
     let b_s = dpce.gather_b(&witness)?;
     let b_g1 = witness_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, "B_G1", &mut t.msm_b_g1, boundary)?;
     boundary();
-    let b_g2 = witness_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2)?;
+    let b_g2 = witness_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2, boundary)?;
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
 }
 
@@ -114,15 +115,16 @@ fn run_query<M, P: Group>(m: &Option<M>, query: &str, slot: &mut Duration, run: 
     }
 }
 
-/// Dense G1 scalars (H; the host path's L, A, B). With device scalars the wide path pauses at
-/// `boundary` inside the MSM; host scalars go through sppark's Pippenger, which does not.
+/// Dense G1 scalars (H; the host path's L, A, B). A long one pauses at `boundary` inside the
+/// MSM: the wide path between its steps, sppark's Pippenger (host scalars, streaming points)
+/// between chunks of points.
 fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G1Projective, CudaError> {
     run_query(m, "G1", slot, |m| m.run_pausing(s, MsmPath::Dense, boundary))
 }
 
-fn run_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
-    let n = s.len();
-    run_query(m, "G2", slot, |m| m.run(s).map(|(p, t)| (p, t, n)))
+/// B in G2 from host scalars: sppark's Pippenger, pausing between chunks of points.
+fn run_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G2Projective, CudaError> {
+    run_query(m, "G2", slot, |m| m.run_pausing(s, MsmPath::Dense, boundary))
 }
 
 /// Witness scalars (L, A, B): split on the device (see msm.rs).
@@ -131,6 +133,8 @@ fn witness_g1(m: &Option<MsmG1>, s: Scalars<'_>, query: &str, slot: &mut Duratio
     run_query(m, query, slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }
 
-fn witness_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration) -> Result<G2Projective, CudaError> {
-    run_query(m, "B_G2", slot, |m| m.run_witness(s))
+/// B in G2 from witness scalars: split when it can be; a dense one (WindowPoSt's, ~2.6 s at
+/// 32 GiB) pauses between chunks of points.
+fn witness_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G2Projective, CudaError> {
+    run_query(m, "B_G2", slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }

@@ -373,7 +373,7 @@ impl CudaProver {
 
         let wait_start = Instant::now();
         let working = working_bytes(shape, &input);
-        let mut guard = if label.urgent { gpu.lock.lock_urgent(working + MSM_TEMPORARIES) } else { gpu.lock.lock() };
+        let mut guard = gpu.lock.lock_urgent(label.urgency, working + MSM_TEMPORARIES);
         let holder = Holder::new(&gpu.current, label);
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
@@ -653,12 +653,14 @@ impl ProverBackend for CudaProver {
 
 #[cfg(test)]
 mod tests {
+    use cuzk_groth16::Urgency;
+
     use super::*;
 
     #[test]
     fn holder_names_the_partition_and_clears_even_on_panic() {
         let slot = Mutex::new(None);
-        let label = WorkLabel { job_id: "porep-1".into(), proof_kind: "porep".into(), urgent: false };
+        let label = WorkLabel { job_id: "porep-1".into(), proof_kind: "porep".into(), urgency: Urgency::Normal };
         {
             let _h = Holder::new(&slot, &label);
             assert_eq!(slot.lock().as_ref(), Some(&label));
