@@ -15,6 +15,7 @@ mod inputs;
 mod job;
 mod memory;
 mod queue;
+mod rayon_lanes;
 pub mod timeline;
 mod watchdog;
 mod workers;
@@ -125,6 +126,8 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// What each worker is doing, for the watchdog (`pipeline.stall_timeout_secs`).
     pub(crate) activity: watchdog::Activity,
+    /// Deadline work's own rayon pools (with the deadline lane).
+    pub(crate) rayon_lanes: rayon_lanes::RayonLanes,
 }
 
 pub struct Scheduler {
@@ -180,6 +183,7 @@ impl Scheduler {
             next_seq: AtomicU64::new(1),
             started,
             activity: Default::default(),
+            rayon_lanes: rayon_lanes::RayonLanes::new(lane),
             config,
         });
         let mut threads = Vec::new();
