@@ -4,7 +4,7 @@
 //! completes once it may. Nor does a parameter load that hangs, or a backlog of 100 PoRep
 //! jobs, hold the lane up. Without the lane the same WinningPoSt waits for the PoRep. A
 //! WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical lane), and
-//! runs its parallel work on the lanes' own rayon pools while the global pool is busy.
+//! runs its parallel work on a rayon pool of its own while the global pool is busy.
 
 mod common;
 
@@ -160,7 +160,7 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
     s.shutdown(Duration::from_secs(30));
 }
 
-/// The lanes' own rayon pools: a WinningPoSt is synthesized, proved and verified while every
+/// CRITICAL work's own rayon pool: a WinningPoSt is synthesized, proved and verified while every
 /// thread of the global rayon pool is busy, as it is while PoRep or WindowPoSt partitions are
 /// synthesized on the general workers. Were its parallel work on the global pool, it would
 /// wait for all of that.

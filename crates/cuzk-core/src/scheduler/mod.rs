@@ -15,7 +15,7 @@ mod inputs;
 mod job;
 mod memory;
 mod queue;
-mod rayon_lanes;
+mod critical_pool;
 pub mod timeline;
 mod watchdog;
 mod workers;
@@ -126,8 +126,8 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// What each worker is doing, for the watchdog (`pipeline.stall_timeout_secs`).
     pub(crate) activity: watchdog::Activity,
-    /// Deadline work's own rayon pools (with the deadline lane).
-    pub(crate) rayon_lanes: rayon_lanes::RayonLanes,
+    /// CRITICAL work's own rayon pool (with the deadline lane).
+    pub(crate) critical_pool: critical_pool::CriticalPool,
 }
 
 pub struct Scheduler {
@@ -183,7 +183,7 @@ impl Scheduler {
             next_seq: AtomicU64::new(1),
             started,
             activity: Default::default(),
-            rayon_lanes: rayon_lanes::RayonLanes::new(lane),
+            critical_pool: critical_pool::CriticalPool::new(lane),
             config,
         });
         let mut threads = Vec::new();
