@@ -146,8 +146,7 @@ pub struct PipelineConfig {
     /// One more synthesis and one more prover worker that take only HIGH and CRITICAL work
     /// (WindowPoSt, WinningPoSt), so deadline proofs never wait for a worker busy with PoRep;
     /// and one more of each that take only CRITICAL work, so a WinningPoSt never waits for
-    /// one busy with a WindowPoSt partition. CRITICAL work also runs its rayon work on a
-    /// 4-thread pool of its own, never queued behind PoRep's or WindowPoSt's.
+    /// one busy with a WindowPoSt partition.
     pub deadline_lane: bool,
     /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
     /// prove, verify) this long without moving on is failed, so it cannot stay Running

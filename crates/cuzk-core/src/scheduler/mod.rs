@@ -15,7 +15,6 @@ mod inputs;
 mod job;
 mod memory;
 mod queue;
-mod critical_pool;
 pub mod timeline;
 mod watchdog;
 mod workers;
@@ -126,8 +125,6 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// What each worker is doing, for the watchdog (`pipeline.stall_timeout_secs`).
     pub(crate) activity: watchdog::Activity,
-    /// CRITICAL work's own rayon pool (with the deadline lane).
-    pub(crate) critical_pool: critical_pool::CriticalPool,
 }
 
 pub struct Scheduler {
@@ -183,7 +180,6 @@ impl Scheduler {
             next_seq: AtomicU64::new(1),
             started,
             activity: Default::default(),
-            critical_pool: critical_pool::CriticalPool::new(lane),
             config,
         });
         let mut threads = Vec::new();

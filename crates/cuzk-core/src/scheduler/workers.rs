@@ -91,20 +91,17 @@ fn panicked(stage: &str, message: &str) -> EngineError {
     EngineError::Internal(format!("panic in {stage}: {message}"))
 }
 
-/// Synthesis workers: each partition runs under `catch_unwind` (a CRITICAL one on its own
-/// rayon pool, [`super::critical_pool`]), so a panic fails its job with the stage named and
-/// the loop goes on. Whatever the partition held (its memory reservation, its in-flight count)
-/// is dropped while unwinding, before the job is failed.
+/// Synthesis workers: each partition runs under `catch_unwind`, so a panic fails its job with
+/// the stage named and the loop goes on. Whatever the partition held (its memory
+/// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
 pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
     while let Some(work) = sh.pending.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
-        sh.critical_pool.run(job.priority, || {
-            let _context = JobContext::enter(&job.request_id);
-            let stage = StageMark::new(sh, &job, "synthesis admission");
-            if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
-                fail(sh, &job, &panicked(stage.get(), &message));
-            }
-        });
+        let _context = JobContext::enter(&job.request_id);
+        let stage = StageMark::new(sh, &job, "synthesis admission");
+        if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
+            fail(sh, &job, &panicked(stage.get(), &message));
+        }
     }
 }
 
@@ -185,13 +182,11 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
 pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
     while let Some(work) = sh.ready.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
-        sh.critical_pool.run(job.priority, || {
-            let _context = JobContext::enter(&job.request_id);
-            let stage = StageMark::new(sh, &job, "prover admission");
-            if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
-                fail(sh, &job, &panicked(stage.get(), &message));
-            }
-        });
+        let _context = JobContext::enter(&job.request_id);
+        let stage = StageMark::new(sh, &job, "prover admission");
+        if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
+            fail(sh, &job, &panicked(stage.get(), &message));
+        }
     }
 }
 
