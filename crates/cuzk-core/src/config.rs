@@ -143,10 +143,11 @@ pub struct PipelineConfig {
     /// Partitions of queued or running jobs at once; a submit that would pass it is
     /// RESOURCE_EXHAUSTED.
     pub max_queued_partitions: usize,
-    /// One more synthesis and one more prover worker that take only HIGH and CRITICAL work
-    /// (WindowPoSt, WinningPoSt), so deadline proofs never wait for a worker busy with PoRep;
-    /// and one more of each that take only CRITICAL work, so a WinningPoSt never waits for
-    /// one busy with a WindowPoSt partition.
+    /// The deadline lane: one more synthesis and one more prover worker that take only HIGH
+    /// work (WindowPoSt), so it never waits for a worker busy with PoRep; and one more of each
+    /// that take all CRITICAL work (WinningPoSt), so it never waits for one busy with a
+    /// WindowPoSt partition, and runs its parallel work on those two workers' private rayon
+    /// pools, never queued behind the global pool's. Off: the general workers take everything.
     pub deadline_lane: bool,
     /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
     /// prove, verify) this long without moving on is failed, so it cannot stay Running

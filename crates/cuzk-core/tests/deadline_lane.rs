@@ -3,7 +3,9 @@
 //! is proved, verified and returned anyway — by the lane's own workers — and the PoRep work
 //! completes once it may. Nor does a parameter load that hangs, or a backlog of 100 PoRep
 //! jobs, hold the lane up. Without the lane the same WinningPoSt waits for the PoRep. A
-//! WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical lane).
+//! WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical lane), and
+//! runs its parallel work on the critical lane's private rayon pools while every thread of
+//! the global pool is busy.
 
 mod common;
 
@@ -156,6 +158,56 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
     backend.open();
     assert_verified(&wait(&s, &window, Duration::from_secs(300)).unwrap(), ProofKind::WindowPostPartition);
     assert_verified(&wait(&s, &porep[0], Duration::from_secs(900)).unwrap(), ProofKind::PoRepSealCommit);
+    s.shutdown(Duration::from_secs(30));
+}
+
+/// The critical lane's private rayon pools: a WinningPoSt is synthesized, proved and
+/// verified while every thread of the global rayon pool is busy, as it is while PoRep or
+/// WindowPoSt partitions are synthesized on the general workers. Were its parallel work on the global pool, it would
+/// wait for all of that.
+#[test]
+fn a_winning_post_is_proved_while_every_global_rayon_thread_is_busy() {
+    let s = scheduler(true, Arc::new(GatedProver::default()));
+    let winning = fixture_request(ProofKind::WinningPost);
+    // (released, released because the WinningPoSt took too long)
+    let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));
+    let started = Arc::new(AtomicUsize::new(0));
+    let threads = rayon::current_num_threads();
+    for _ in 0..threads {
+        let (gate, started) = (gate.clone(), started.clone());
+        rayon::spawn(move || {
+            started.fetch_add(1, Ordering::SeqCst);
+            let mut state = gate.0.lock();
+            while !state.0 {
+                gate.1.wait(&mut state);
+            }
+        });
+    }
+    while started.load(Ordering::SeqCst) < threads {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Should the submit itself wait on the global pool, this frees it in the end, and says so.
+    let release = |gate: &(Mutex<(bool, bool)>, Condvar), late: bool| {
+        let mut state = gate.0.lock();
+        *state = (true, state.1 || late && !state.0);
+        gate.1.notify_all();
+    };
+    let watchdog_gate = gate.clone();
+    let watchdog = std::thread::spawn(move || {
+        let mut state = watchdog_gate.0.lock();
+        if !state.0 {
+            watchdog_gate.1.wait_for(&mut state, Duration::from_secs(300));
+        }
+        drop(state);
+        release(&watchdog_gate, true);
+    });
+    let job = s.submit("winning", None, winning).unwrap().job_id;
+    let r = wait(&s, &job, Duration::from_secs(300));
+    let late = gate.0.lock().1;
+    release(&gate, false);
+    watchdog.join().unwrap();
+    assert!(!late, "the submit waited for the global rayon pool");
+    assert_verified(&r.expect("the WinningPoSt waited for the global rayon pool"), ProofKind::WinningPost);
     s.shutdown(Duration::from_secs(30));
 }
 

@@ -13,6 +13,7 @@
 mod admission;
 mod inputs;
 mod job;
+mod lane_pool;
 mod memory;
 mod queue;
 pub mod timeline;
@@ -155,7 +156,8 @@ impl Scheduler {
             (true, false) => ProverForm::DeviceMatvec,
             (true, true) => ProverForm::DeviceCompact,
         };
-        // The deadline lane's prover needs its headroom like any other.
+        // The deadline lane's prover needs its headroom like any other. The critical lane's
+        // proves only WinningPoSt, whose proving share is small next to the headroom.
         let lane = config.pipeline.deadline_lane;
         let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + usize::from(lane));
         // A GPU backend's retry on the CPU asks for its a, b, c here, now or not at all.

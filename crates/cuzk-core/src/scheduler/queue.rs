@@ -70,16 +70,18 @@ impl<T> WorkQueue<T> {
         self.pop_if(|_| true)
     }
 
-    /// The highest-priority item if `wanted(its priority)`, waiting until there is one; None
-    /// once the queue is closed. The deadline lane pops with `Priority::is_deadline`.
+    /// The best item whose priority is `wanted`, waiting until there is one; None once the
+    /// queue is closed. The best wanted item need not be the best item: the general workers
+    /// leave CRITICAL work to the critical lane, and a WinningPoSt at the head must not stop
+    /// them taking the PoRep partitions behind it.
     pub fn pop_if(&self, wanted: impl Fn(Priority) -> bool) -> Option<T> {
         let mut s = self.state.lock();
         loop {
             if s.closed {
                 return None;
             }
-            if s.heap.peek().is_some_and(|e| wanted(e.key.0)) {
-                return s.heap.pop().map(|e| e.item);
+            if let Some(item) = take_best(&mut s.heap, &wanted) {
+                return Some(item);
             }
             self.ready.wait(&mut s);
         }
@@ -107,6 +109,25 @@ impl<T> WorkQueue<T> {
         drop(s);
         self.ready.notify_all();
     }
+}
+
+/// The best wanted entry: the head when it is wanted (the usual case), else found by a scan
+/// and taken out by rebuilding the heap. Queues hold at most a few hundred partitions, and
+/// the scan happens only while unwanted work sits at the head.
+fn take_best<T>(heap: &mut BinaryHeap<Entry<T>>, wanted: impl Fn(Priority) -> bool) -> Option<T> {
+    match heap.peek() {
+        None => return None,
+        Some(head) if wanted(head.key.0) => return heap.pop().map(|e| e.item),
+        Some(_) => {}
+    }
+    if !heap.iter().any(|e| wanted(e.key.0)) {
+        return None;
+    }
+    let mut entries = std::mem::take(heap).into_vec();
+    let best = entries.iter().enumerate().filter(|(_, e)| wanted(e.key.0)).max_by_key(|(_, e)| e.key).map(|(at, _)| at);
+    let item = best.map(|at| entries.swap_remove(at).item);
+    *heap = BinaryHeap::from(entries);
+    item
 }
 
 #[cfg(test)]
@@ -138,6 +159,16 @@ mod tests {
         });
         assert_eq!(lane, Some("winning-8/0"));
         assert_eq!(q.pop(), Some("porep-6/0"));
+        // Work left to the critical lane does not hold up what lies behind it, and what is
+        // taken from behind it comes out in order.
+        q.push(WorkKey::new(Priority::Critical, 9, 0), "winning-9/0");
+        q.push(WorkKey::new(Priority::Normal, 10, 1), "porep-10/1");
+        q.push(WorkKey::new(Priority::High, 11, 0), "wpost-11/0");
+        q.push(WorkKey::new(Priority::Normal, 10, 0), "porep-10/0");
+        let general = |p: Priority| p != Priority::Critical;
+        let order: Vec<_> = (0..3).map(|_| q.pop_if(general).unwrap()).collect();
+        assert_eq!(order, ["wpost-11/0", "porep-10/0", "porep-10/1"]);
+        assert_eq!(q.pop(), Some("winning-9/0"));
         q.close();
         assert_eq!(q.pop(), None);
     }

@@ -3,7 +3,8 @@
 //! release memory → record; the worker that records a job's last partition verifies and
 //! assembles the proof. Both loops check for cancellation at every partition boundary, and
 //! both run each partition under `catch_unwind`: a panic in any stage fails that job with
-//! "internal error: panic in <stage>: <message>" and the worker carries on.
+//! "internal error: panic in <stage>: <message>" and the worker carries on. The critical
+//! lane's two workers run each stage on a private rayon pool (`lane_pool`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use cuzk_filecoin::{catch_panic, Partition};
 use cuzk_groth16::WorkLabel;
 
 use super::job::{Job, Phase, Priority};
+use super::lane_pool::LanePool;
 use super::memory::Reservation;
 use super::queue::WorkKey;
 use super::timeline::TimelineEntry;
@@ -24,11 +26,15 @@ use crate::pipeline::{self, Assembled, SynthesizedPartition};
 use crate::srs_cache::LoadedSrs;
 use crate::synthetic::{unverified_message, Verification};
 
-/// Which work a worker takes, the best first. The general pools take everything; the
-/// deadline lane's own synthesis and prover workers take only HIGH and CRITICAL work, so a
-/// deadline proof never waits for a worker busy with a PoRep partition; the critical lane's
-/// take only CRITICAL work, so a WinningPoSt never waits for one busy with a WindowPoSt
-/// partition (~10 s at 32 GiB).
+/// Which work a worker takes, the best first. With the deadline lane on (the default):
+/// - the general pools take everything but CRITICAL work;
+/// - the deadline lane's own synthesis and prover workers take only HIGH work (WindowPoSt),
+///   so it never waits for a worker busy with a PoRep partition;
+/// - the critical lane's take all CRITICAL work (WinningPoSt), so it never waits for a worker
+///   busy with a WindowPoSt partition (~10 s at 32 GiB), and its parallel work runs on the
+///   lane's private rayon pools ([`LanePool`]), never queued behind theirs.
+///
+/// With the lane off only general workers exist, and they take everything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
     General,
@@ -37,10 +43,10 @@ pub enum Lane {
 }
 
 impl Lane {
-    fn takes(self, p: Priority) -> bool {
+    fn takes(self, p: Priority, lane_on: bool) -> bool {
         match self {
-            Lane::General => true,
-            Lane::Deadline => p.is_deadline(),
+            Lane::General => !lane_on || p != Priority::Critical,
+            Lane::Deadline => p == Priority::High,
             Lane::Critical => p == Priority::Critical,
         }
     }
@@ -95,13 +101,17 @@ fn panicked(stage: &str, message: &str) -> EngineError {
 /// the stage named and the loop goes on. Whatever the partition held (its memory
 /// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
 pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
-    while let Some(work) = sh.pending.pop_if(|p| lane.takes(p)) {
-        let job = work.job.clone();
-        let _context = JobContext::enter(&job.request_id);
-        let stage = StageMark::new(sh, &job, "synthesis admission");
-        if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
-            fail(sh, &job, &panicked(stage.get(), &message));
-        }
+    let pool = LanePool::for_worker(lane, "synth");
+    let lane_on = sh.config.pipeline.deadline_lane;
+    while let Some(work) = sh.pending.pop_if(|p| lane.takes(p, lane_on)) {
+        pool.run(|| {
+            let job = work.job.clone();
+            let _context = JobContext::enter(&job.request_id);
+            let stage = StageMark::new(sh, &job, "synthesis admission");
+            if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
+                fail(sh, &job, &panicked(stage.get(), &message));
+            }
+        });
     }
 }
 
@@ -180,13 +190,17 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
 /// proving, or verifying and assembling fails that job (its reservations are released while
 /// unwinding) and the worker takes the next partition.
 pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
-    while let Some(work) = sh.ready.pop_if(|p| lane.takes(p)) {
-        let job = work.job.clone();
-        let _context = JobContext::enter(&job.request_id);
-        let stage = StageMark::new(sh, &job, "prover admission");
-        if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
-            fail(sh, &job, &panicked(stage.get(), &message));
-        }
+    let pool = LanePool::for_worker(lane, "prove");
+    let lane_on = sh.config.pipeline.deadline_lane;
+    while let Some(work) = sh.ready.pop_if(|p| lane.takes(p, lane_on)) {
+        pool.run(|| {
+            let job = work.job.clone();
+            let _context = JobContext::enter(&job.request_id);
+            let stage = StageMark::new(sh, &job, "prover admission");
+            if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
+                fail(sh, &job, &panicked(stage.get(), &message));
+            }
+        });
     }
 }
 
