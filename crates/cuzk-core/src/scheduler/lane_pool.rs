@@ -15,18 +15,17 @@
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
-use super::workers::Lane;
-
 /// Where one worker runs its stages: on its own pool (critical lane), else on the global one.
 pub(super) struct LanePool(Option<ThreadPool>);
 
 impl LanePool {
-    /// The pool for a worker of `lane`; `role` ("synth", "prove") names its threads
+    /// The pool for one worker: its own if it is a critical-lane worker (`critical`), else
+    /// none. `role` ("synth", "prove") names its threads
     /// `cuzk-critical-<role>-rayon-<i>`. As wide as the machine: a WinningPoSt's stages are
     /// short, and while none runs the threads sleep. Should the threads fail to start, the
     /// worker runs on the global pool (slower under load, never wrong) and says so.
-    pub fn for_worker(lane: Lane, role: &'static str) -> Self {
-        if lane != Lane::Critical {
+    pub fn for_worker(critical: bool, role: &'static str) -> Self {
+        if !critical {
             return LanePool(None);
         }
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());

@@ -101,7 +101,7 @@ fn panicked(stage: &str, message: &str) -> EngineError {
 /// the stage named and the loop goes on. Whatever the partition held (its memory
 /// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
 pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
-    let pool = LanePool::for_worker(lane, "synth");
+    let pool = LanePool::for_worker(lane == Lane::Critical, "synth");
     let lane_on = sh.config.pipeline.deadline_lane;
     while let Some(work) = sh.pending.pop_if(|p| lane.takes(p, lane_on)) {
         pool.run(|| {
@@ -190,7 +190,7 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
 /// proving, or verifying and assembling fails that job (its reservations are released while
 /// unwinding) and the worker takes the next partition.
 pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
-    let pool = LanePool::for_worker(lane, "prove");
+    let pool = LanePool::for_worker(lane == Lane::Critical, "prove");
     let lane_on = sh.config.pipeline.deadline_lane;
     while let Some(work) = sh.ready.pop_if(|p| lane.takes(p, lane_on)) {
         pool.run(|| {
