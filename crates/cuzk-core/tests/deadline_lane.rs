@@ -163,8 +163,8 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
 
 /// The critical lane's private rayon pools: a WinningPoSt is synthesized, proved and
 /// verified while every thread of the global rayon pool is busy, as it is while PoRep or
-/// WindowPoSt partitions are synthesized on the general workers. Were its parallel work on the global pool, it would
-/// wait for all of that.
+/// WindowPoSt partitions are synthesized on the general workers. Were its parallel work on
+/// the global pool, it would wait for all of that.
 #[test]
 fn a_winning_post_is_proved_while_every_global_rayon_thread_is_busy() {
     let s = scheduler(true, Arc::new(GatedProver::default()));

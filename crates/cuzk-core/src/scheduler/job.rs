@@ -31,8 +31,9 @@ impl Priority {
         }
     }
 
-    /// HIGH and CRITICAL: deadline work, served by the deadline lane's own workers and first
-    /// on a shared device (see `scheduler::workers` and cuzk-cuda's `device_lock`).
+    /// HIGH and CRITICAL: deadline work, served by the deadline and critical lanes' own
+    /// workers and first on a shared device (see `scheduler::workers` and cuzk-cuda's
+    /// `device_lock`).
     pub fn is_deadline(self) -> bool {
         self >= Priority::High
     }

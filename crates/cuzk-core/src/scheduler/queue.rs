@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(order, ["winning-3/0", "porep-1/0", "porep-1/1", "porep-2/0"]);
         q.push(WorkKey::new(Priority::Low, 5, 0), "x");
         assert_eq!(q.remove_where(|s| *s == "x"), 1);
-        // The deadline lane takes only HIGH and CRITICAL work, the best first.
+        // A filter for HIGH and CRITICAL work takes the best of those.
         q.push(WorkKey::new(Priority::Normal, 6, 0), "porep-6/0");
         q.push(WorkKey::new(Priority::High, 7, 0), "wpost-7/0");
         assert_eq!(q.pop_if(Priority::is_deadline), Some("wpost-7/0"));
