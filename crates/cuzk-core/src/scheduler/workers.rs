@@ -104,15 +104,22 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
     let pool = LanePool::for_worker(lane == Lane::Critical, "synth");
     let lane_on = sh.config.pipeline.deadline_lane;
     while let Some(work) = sh.pending.pop_if(|p| lane.takes(p, lane_on)) {
-        pool.run(|| {
-            let job = work.job.clone();
-            let _context = JobContext::enter(&job.request_id);
-            let stage = StageMark::new(sh, &job, "synthesis admission");
-            if let Err(message) = catch_panic(|| synthesize_one(sh, work, &stage)) {
-                fail(sh, &job, &panicked(stage.get(), &message));
-            }
-        });
+        let job = work.job.clone();
+        supervised(sh, &pool, job, "synthesis admission", |stage| synthesize_one(sh, work, stage));
     }
+}
+
+/// One partition's stages, on the worker's pool: under its job's context (`faults`), watched
+/// by the watchdog from `admission` on, and under `catch_unwind`, so that a panic fails the
+/// job with the stage it happened in and the worker lives on.
+fn supervised(sh: &Arc<Shared>, pool: &LanePool, job: Arc<Job>, admission: &'static str, stages: impl FnOnce(&StageMark) + Send) {
+    pool.run(|| {
+        let _context = JobContext::enter(&job.request_id);
+        let stage = StageMark::new(sh, &job, admission);
+        if let Err(message) = catch_panic(|| stages(&stage)) {
+            fail(sh, &job, &panicked(stage.get(), &message));
+        }
+    });
 }
 
 fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &StageMark) {
@@ -193,14 +200,8 @@ pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
     let pool = LanePool::for_worker(lane == Lane::Critical, "prove");
     let lane_on = sh.config.pipeline.deadline_lane;
     while let Some(work) = sh.ready.pop_if(|p| lane.takes(p, lane_on)) {
-        pool.run(|| {
-            let job = work.job.clone();
-            let _context = JobContext::enter(&job.request_id);
-            let stage = StageMark::new(sh, &job, "prover admission");
-            if let Err(message) = catch_panic(|| prove_one(sh, work, &stage)) {
-                fail(sh, &job, &panicked(stage.get(), &message));
-            }
-        });
+        let job = work.job.clone();
+        supervised(sh, &pool, job, "prover admission", |stage| prove_one(sh, work, stage));
     }
 }
 
