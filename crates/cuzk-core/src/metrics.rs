@@ -19,6 +19,10 @@ pub struct Metrics {
     /// memory full), and how long its prover waited for a device.
     pub queue_wait_seconds: HistogramVec,
     pub device_wait_seconds: HistogramVec,
+    /// Per job: a submit's own work before its partitions are queued (the input digest, the
+    /// decoding of C1 output or vanilla proofs, the checks). Part of `proof_seconds` too: a
+    /// 2349-sector WindowPoSt request is large.
+    pub submit_seconds: HistogramVec,
     pub queue_pending: IntGaugeVec,
     pub queue_running: IntGaugeVec,
     pub partitions_in_flight: IntGauge,
@@ -92,6 +96,12 @@ impl Default for Metrics {
                 secs.clone(),
             ),
             device_wait_seconds: histogram(&r, "cuzk_partition_device_wait_seconds", "Per partition: time its prover waited for a device", secs),
+            submit_seconds: histogram(
+                &r,
+                "cuzk_submit_decode_seconds",
+                "Per job: the submit's digest, decoding and checks of its inputs, before its partitions are queued",
+                vec![0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0],
+            ),
             queue_pending: gauge_vec(&r, "cuzk_queue_pending_jobs", "Jobs waiting for their first partition to start"),
             queue_running: gauge_vec(&r, "cuzk_queue_running_jobs", "Jobs with partitions in progress"),
             partitions_in_flight: gauge(&r, "cuzk_partitions_in_flight", "Partitions synthesized or being proved now"),

@@ -66,7 +66,10 @@ fn priorities_cancel_timeouts_and_request_ids() {
     let st = s.status();
     assert_eq!(st.completed, 2);
     assert_eq!(st.cancelled, 2);
-    assert!(s.metrics_text().contains("cuzk_proofs_completed_total{kind=\"porep\"} 1"));
+    let metrics = s.metrics_text();
+    assert!(metrics.contains("cuzk_proofs_completed_total{kind=\"porep\"} 1"));
+    // Each decoded PoRep submit is timed once; the resubmission answered from its job is not.
+    assert!(metrics.contains("cuzk_submit_decode_seconds_count{kind=\"porep\"} 2"), "{metrics}");
     s.shutdown(Duration::from_secs(60));
     // Every working set is released; what stays is the loaded parameters and matrices.
     let st = s.status();

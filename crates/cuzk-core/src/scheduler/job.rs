@@ -109,6 +109,8 @@ pub struct Job {
     /// Submission order; ties within a priority go to the older job.
     pub seq: u64,
     pub partitions: usize,
+    /// When its submit reached the scheduler: before the decoding of its inputs, so a job's
+    /// queue wait and total include that (all the client waits for, but the gRPC transfer).
     pub submitted: Instant,
     pub(crate) progress: Mutex<Progress>,
     phase_tx: watch::Sender<Phase>,
@@ -124,6 +126,7 @@ impl Job {
         priority: Priority,
         seq: u64,
         partitions: usize,
+        submitted: Instant,
     ) -> Job {
         let (phase_tx, _) = watch::channel(Phase::Queued);
         Job {
@@ -135,7 +138,7 @@ impl Job {
             priority,
             seq,
             partitions,
-            submitted: Instant::now(),
+            submitted,
             progress: Mutex::new(Progress {
                 phase: Phase::Queued,
                 started: None,

@@ -230,6 +230,7 @@ impl Scheduler {
     /// and is queued, running or completed; otherwise the request is proved afresh and the id
     /// names the new job from then on. Priority is not compared: it cannot change the proof.
     pub fn submit(&self, request_id: &str, priority: Option<Priority>, req: ProofRequest) -> Result<SubmitOutcome, SubmitError> {
+        let arrived = Instant::now();
         let sh = &self.shared;
         if !sh.accepting.load(Ordering::SeqCst) {
             return Err(SubmitError::ShuttingDown);
@@ -270,6 +271,7 @@ impl Scheduler {
             priority,
             seq,
             prepared.partitions.len(),
+            arrived,
         ));
         // Register under the request id atomically with the check, so two concurrent
         // submits of one id cannot both create jobs.
@@ -297,7 +299,9 @@ impl Scheduler {
             let key = WorkKey::new(priority, seq, partition.index);
             sh.pending.push(key, Work { job: job.clone(), partition });
         }
-        tracing::info!(job = %job_id, %circuit, ?priority, partitions = job.partitions, "job queued");
+        let decoding = arrived.elapsed();
+        sh.metrics.submit_seconds.with_label_values(&[kind.name()]).observe(decoding.as_secs_f64());
+        tracing::info!(job = %job_id, %circuit, ?priority, partitions = job.partitions, decode_ms = decoding.as_millis() as u64, "job queued");
         Ok(SubmitOutcome { job_id, queue_position, existing: false })
     }
 
