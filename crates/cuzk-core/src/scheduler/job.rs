@@ -31,13 +31,6 @@ impl Priority {
         }
     }
 
-    /// HIGH and CRITICAL: deadline work, served by the deadline and critical lanes' own
-    /// workers and first on a shared device (see `scheduler::workers` and cuzk-cuda's
-    /// `device_lock`).
-    pub fn is_deadline(self) -> bool {
-        self >= Priority::High
-    }
-
     /// How the device lock treats this priority's partitions (see cuzk-cuda's device_lock).
     pub fn urgency(self) -> Urgency {
         match self {

@@ -185,9 +185,11 @@ impl Scheduler {
             config,
         });
         let mut threads = Vec::new();
+        // With the lane, CRITICAL work is the critical lane's alone.
+        let general = if lane { Lane::General } else { Lane::All };
         for i in 0..shared.config.pipeline.synthesis_workers {
             let s = shared.clone();
-            threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s, Lane::General)));
+            threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s, general)));
         }
         if lane {
             let (s1, s2) = (shared.clone(), shared.clone());
@@ -200,7 +202,7 @@ impl Scheduler {
         tracing::info!(backend = %shared.backend.name(), prover_workers, "scheduler started");
         for i in 0..prover_workers {
             let s = shared.clone();
-            threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s, Lane::General)));
+            threads.push(spawn(format!("cuzk-prove-{i}"), move || workers::prover_loop(&s, general)));
         }
         if shared.config.pipeline.stall_timeout_secs > 0 {
             let s = shared.clone();

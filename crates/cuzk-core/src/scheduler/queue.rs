@@ -147,11 +147,12 @@ mod tests {
         q.push(WorkKey::new(Priority::Low, 5, 0), "x");
         assert_eq!(q.remove_where(|s| *s == "x"), 1);
         // A filter for HIGH and CRITICAL work takes the best of those.
+        let deadline = |p: Priority| p >= Priority::High;
         q.push(WorkKey::new(Priority::Normal, 6, 0), "porep-6/0");
         q.push(WorkKey::new(Priority::High, 7, 0), "wpost-7/0");
-        assert_eq!(q.pop_if(Priority::is_deadline), Some("wpost-7/0"));
+        assert_eq!(q.pop_if(deadline), Some("wpost-7/0"));
         let lane = std::thread::scope(|sc| {
-            let waiter = sc.spawn(|| q.pop_if(Priority::is_deadline));
+            let waiter = sc.spawn(|| q.pop_if(deadline));
             std::thread::sleep(std::time::Duration::from_millis(50));
             assert!(!waiter.is_finished(), "NORMAL work is not the lane's");
             q.push(WorkKey::new(Priority::Critical, 8, 0), "winning-8/0");

@@ -26,26 +26,27 @@ use crate::pipeline::{self, Assembled, SynthesizedPartition};
 use crate::srs_cache::LoadedSrs;
 use crate::synthetic::{unverified_message, Verification};
 
-/// Which work a worker takes, the best first. With the deadline lane on (the default):
-/// - the general pools take everything but CRITICAL work;
+/// Which work a worker takes, the best first. With the deadline lane off there are only
+/// general workers, and they take everything (`All`). With it on (the default):
+/// - the general workers take everything but CRITICAL work (`General`);
 /// - the deadline lane's own synthesis and prover workers take only HIGH work (WindowPoSt),
 ///   so it never waits for a worker busy with a PoRep partition;
 /// - the critical lane's take all CRITICAL work (WinningPoSt), so it never waits for a worker
 ///   busy with a WindowPoSt partition (~10 s at 32 GiB), and its parallel work runs on the
 ///   lane's private rayon pools ([`LanePool`]), never queued behind theirs.
-///
-/// With the lane off only general workers exist, and they take everything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
+    All,
     General,
     Deadline,
     Critical,
 }
 
 impl Lane {
-    fn takes(self, p: Priority, lane_on: bool) -> bool {
+    fn takes(self, p: Priority) -> bool {
         match self {
-            Lane::General => !lane_on || p != Priority::Critical,
+            Lane::All => true,
+            Lane::General => p != Priority::Critical,
             Lane::Deadline => p == Priority::High,
             Lane::Critical => p == Priority::Critical,
         }
@@ -102,8 +103,7 @@ fn panicked(stage: &str, message: &str) -> EngineError {
 /// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
 pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
     let pool = LanePool::for_worker(lane == Lane::Critical, "synth");
-    let lane_on = sh.config.pipeline.deadline_lane;
-    while let Some(work) = sh.pending.pop_if(|p| lane.takes(p, lane_on)) {
+    while let Some(work) = sh.pending.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
         supervised(sh, &pool, job, "synthesis admission", |stage| synthesize_one(sh, work, stage));
     }
@@ -198,8 +198,7 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
 /// unwinding) and the worker takes the next partition.
 pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
     let pool = LanePool::for_worker(lane == Lane::Critical, "prove");
-    let lane_on = sh.config.pipeline.deadline_lane;
-    while let Some(work) = sh.ready.pop_if(|p| lane.takes(p, lane_on)) {
+    while let Some(work) = sh.ready.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
         supervised(sh, &pool, job, "prover admission", |stage| prove_one(sh, work, stage));
     }
