@@ -19,18 +19,37 @@ fn with_token<T>(msg: T, token: &str) -> Request<T> {
     r
 }
 
-async fn connect_tcp(port: u16, daemon: &mut common::Daemon) -> Channel {
+/// A client whose first call, made without a token, got the daemon's own UNAUTHENTICATED
+/// answer. A successful TCP connect alone proves nothing. In one CI run the first call on
+/// the channel ended in a connection reset, and the daemon never logged the refusal. So the
+/// request had not reached it: a connect made in a loop before the daemon bound its port
+/// can, for one, pick that port as its own source and connect to itself. So a transport
+/// failure before the daemon has answered is retried on a fresh channel; any answer from it
+/// other than UNAUTHENTICATED fails the test.
+async fn connect_tcp_refused_without_token(port: u16, daemon: &mut common::Daemon) -> ProvingEngineClient<Channel> {
     let start = Instant::now();
     loop {
         if let Some(status) = daemon.exited() {
             panic!("cuzk-daemon exited during start-up: {status}");
         }
         if let Ok(ch) = Endpoint::try_from(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
-            return ch;
+            let mut c = ProvingEngineClient::new(ch);
+            match c.get_status(GetStatusRequest {}).await {
+                Err(e) if e.code() == Code::Unauthenticated => return c,
+                Err(e) if is_transport_error(&e) => {}
+                other => panic!("a call without a token must be UNAUTHENTICATED, got {other:?}"),
+            }
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "daemon did not come up on port {port}");
+        assert!(start.elapsed() < Duration::from_secs(60), "daemon did not answer on port {port}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A failure that tonic made up locally because the connection broke, as opposed to a
+/// status the daemon sent (one read off the wire carries no source error).
+fn is_transport_error(e: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    e.source().is_some()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,10 +69,8 @@ async fn tokens_guard_tcp_and_admin_calls() {
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon")).arg("--config").arg(&config).stdin(Stdio::null()).spawn().unwrap();
     let mut daemon = common::Daemon::new(child);
-    let mut c = ProvingEngineClient::new(connect_tcp(port, &mut daemon).await);
+    let mut c = connect_tcp_refused_without_token(port, &mut daemon).await;
 
-    let err = c.get_status(GetStatusRequest {}).await.unwrap_err();
-    assert_eq!(err.code(), Code::Unauthenticated, "{err}");
     let err = c.get_status(with_token(GetStatusRequest {}, "wrong")).await.unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated, "{err}");
     c.get_status(with_token(GetStatusRequest {}, "user-secret")).await.expect("the ordinary token passes");
