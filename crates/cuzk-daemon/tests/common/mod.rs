@@ -94,13 +94,34 @@ pub async fn wait_ready(daemon: &mut Daemon, socket: &Path) -> ProvingEngineClie
 }
 
 pub fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connecting to the HTTP port");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
+    try_http_get(port, path).expect("GET on the HTTP port")
 }
 
+fn try_http_get(port: u16, path: &str) -> std::io::Result<String> {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
+}
+
+/// The daemon binds its HTTP port just after the gRPC socket, so a test that reads
+/// `/metrics` right after `start` could otherwise find nothing listening yet.
+async fn wait_http(port: u16) {
+    let start = Instant::now();
+    loop {
+        let answered = tokio::task::spawn_blocking(move || {
+            try_http_get(port, "/status").is_ok_and(|r| r.starts_with("HTTP/1.1 "))
+        })
+        .await
+        .unwrap();
+        if answered {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "the HTTP endpoint did not answer on port {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
 
 /// A daemon running on a temp unix socket (and an HTTP port), with `extra_toml` appended
 /// to its config (which already has `[daemon]` listen/http_listen/shutdown_grace_secs and
@@ -139,6 +160,7 @@ pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Ru
         .expect("starting cuzk-daemon");
     let mut daemon = Daemon(Some(child));
     let client = wait_ready(&mut daemon, &socket).await;
+    wait_http(http_port).await;
     Running { dir, daemon, socket, http_port, client }
 }
 
