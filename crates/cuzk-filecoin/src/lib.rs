@@ -5,6 +5,7 @@
 //! Nothing in here proves: proving lives in `cuzk-groth16`, orchestration in `cuzk-core`.
 
 pub mod circuits;
+pub mod decode_pool;
 pub mod error;
 pub mod registry;
 pub mod params;
