@@ -126,11 +126,15 @@ impl CompactFrVec {
     }
 
     /// Room for `values` more values, `stored` of them neither 0 nor 1, without regrowing
-    /// (each regrowth copies what is held so far and faults in fresh pages).
+    /// (each regrowth copies what is held so far and faults in fresh pages). A large room
+    /// is advised huge pages: a 32 GiB WindowPoSt's chunks reserve ~4 GB of stored values
+    /// this way, and their synthesis took 7.7 s with 4 KiB faults against 6.9-7.1 s with
+    /// 2 MiB ones on the 2-core dev box, their drop 100 ms against 11 ms.
     pub fn reserve_exact(&mut self, values: usize, stored: usize) {
         let words = (self.len + values).div_ceil(PER_WORD).saturating_sub(self.tags.len());
         self.tags.reserve_exact(words);
         self.others.reserve_exact(stored);
+        advise_huge_pages(&self.others);
     }
 
     /// Append `other`'s values (for constraint systems that `extend`).
