@@ -8,7 +8,12 @@
 //! partition holds no longer limits how many can be synthesized ahead.
 //!
 //! Layout: `tags` packs 32 values per `u64`, value i in bits 2(i mod 32)..+2 of word i / 32:
-//! 0b00 = zero, 0b01 = one, 0b10 = the next entry of `others` (in order).
+//! 0b00 = zero, 0b01 = one, 0b10 = the next stored value (in order).
+//!
+//! The stored values are one sequence kept in segments: `sealed`, then `others`, which
+//! pushes grow. Parts synthesized in parallel are appended by moving their vectors in as
+//! segments: copying a 32 GiB WindowPoSt's ~4 GB of stored values into one vector took
+//! ~2.5 s of its ~10 s witness on the 2-core dev box, and held both copies at once.
 
 use blstrs::Scalar as Fr;
 use ff::Field;
@@ -21,18 +26,33 @@ const TAG_OTHER: u64 = 0b10;
 /// The high bit of every 2-bit tag: set exactly for TAG_OTHER.
 const OTHER_MASK: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct CompactFrVec {
     tags: Vec<u64>,
+    /// Stored values before `others`, segment by segment; none is empty.
+    sealed: Vec<Vec<Fr>>,
+    /// The last stored values, the ones pushes append to.
     others: Vec<Fr>,
     len: usize,
 }
+
+/// Equal values, however the stored ones are segmented.
+impl PartialEq for CompactFrVec {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self.tags == other.tags
+            && self.num_others() == other.num_others()
+            && self.stored().eq(other.stored())
+    }
+}
+
+impl Eq for CompactFrVec {}
 
 impl CompactFrVec {
     /// Room for `len` values without reallocating the tags (values other than 0/1 still grow
     /// their own vector: how many there are is not known in advance).
     pub fn with_capacity(len: usize) -> Self {
-        CompactFrVec { tags: Vec::with_capacity(len.div_ceil(PER_WORD)), others: Vec::new(), len: 0 }
+        CompactFrVec { tags: Vec::with_capacity(len.div_ceil(PER_WORD)), sealed: Vec::new(), others: Vec::new(), len: 0 }
     }
 
     pub fn from_slice(values: &[Fr]) -> Self {
@@ -51,7 +71,7 @@ impl CompactFrVec {
 
     /// Values stored in full (neither 0 nor 1).
     pub fn num_others(&self) -> usize {
-        self.others.len()
+        self.sealed.iter().map(Vec::len).sum::<usize>() + self.others.len()
     }
 
     /// The packed 2-bit tags, 32 values a word (for backends that expand on a device).
@@ -59,17 +79,38 @@ impl CompactFrVec {
         &self.tags
     }
 
+    /// The values stored in full, in order, as the segments they are kept in (none empty):
+    /// a backend copies them one after another.
+    pub fn other_segments(&self) -> impl Iterator<Item = &[Fr]> + '_ {
+        self.sealed.iter().map(|s| &s[..]).chain((!self.others.is_empty()).then_some(&self.others[..]))
+    }
+
     /// The values stored in full, in order.
-    pub fn others(&self) -> &[Fr] {
-        &self.others
+    fn stored(&self) -> impl Iterator<Item = &Fr> + '_ {
+        self.other_segments().flatten()
+    }
+
+    /// The stored values from number `start` on.
+    fn stored_from(&self, mut start: usize) -> impl Iterator<Item = &Fr> + '_ {
+        let mut segments = self.other_segments();
+        let mut first: &[Fr] = &[];
+        for s in segments.by_ref() {
+            if start < s.len() {
+                first = &s[start..];
+                break;
+            }
+            start -= s.len();
+        }
+        first.iter().chain(segments.flatten())
     }
 
     /// For each tag word, how many values stored in full come before it (an exclusive prefix
     /// sum), so that a device can expand every word independently. Checks that the tags and
-    /// the stored values agree, so an expansion never reads past `others`.
+    /// the stored values agree, so an expansion never reads past the stored values.
     pub fn word_offsets(&self) -> Result<Vec<u32>, String> {
-        if self.others.len() > u32::MAX as usize {
-            return Err(format!("{} stored values do not fit 32-bit offsets", self.others.len()));
+        let stored = self.num_others();
+        if stored > u32::MAX as usize {
+            return Err(format!("{stored} stored values do not fit 32-bit offsets"));
         }
         let mut next = 0usize;
         let offsets = self
@@ -81,15 +122,15 @@ impl CompactFrVec {
                 start as u32
             })
             .collect();
-        if next != self.others.len() {
-            return Err(format!("compact vector: {next} tags say stored, {} values are", self.others.len()));
+        if next != stored {
+            return Err(format!("compact vector: {next} tags say stored, {stored} values are"));
         }
         Ok(offsets)
     }
 
     /// Heap bytes in use (what a partition waiting in this form holds).
     pub fn heap_bytes(&self) -> u64 {
-        (self.tags.len() * 8 + self.others.len() * 32) as u64
+        (self.tags.len() * 8 + self.num_others() * 32) as u64
     }
 
     pub fn push(&mut self, v: Fr) {
@@ -140,18 +181,32 @@ impl CompactFrVec {
     /// Append `other`'s values (for constraint systems that `extend`).
     pub fn append(&mut self, other: &CompactFrVec) {
         self.append_tags(other);
-        self.others.extend_from_slice(&other.others);
+        for s in other.other_segments() {
+            self.others.extend_from_slice(s);
+        }
     }
 
-    /// Append every part in order, the stored values copied in parallel (at 32 GiB they are
-    /// gigabytes: one thread copying and faulting them in was a second of a WindowPoSt
-    /// witness).
-    pub fn append_parts(&mut self, parts: &[&CompactFrVec]) {
+    /// Append every part in order. Their tags are copied (2 bits a value); their stored
+    /// values are moved in as segments, never copied (see the module doc).
+    pub fn append_parts(&mut self, parts: Vec<CompactFrVec>) {
         self.reserve_exact(parts.iter().map(|p| p.len).sum(), 0);
-        for p in parts {
+        for p in &parts {
             self.append_tags(p);
         }
-        extend_in_parallel(&mut self.others, &parts.iter().map(|p| &p.others[..]).collect::<Vec<_>>());
+        self.seal();
+        for p in parts {
+            self.sealed.extend(p.sealed);
+            if !p.others.is_empty() {
+                self.sealed.push(p.others);
+            }
+        }
+    }
+
+    /// End the open segment: what is pushed next starts a new one.
+    fn seal(&mut self) {
+        if !self.others.is_empty() {
+            self.sealed.push(std::mem::take(&mut self.others));
+        }
     }
 
     /// `other`'s tags after ours, and its length; its stored values are the caller's to copy.
@@ -178,7 +233,7 @@ impl CompactFrVec {
 
     /// The values in order.
     pub fn iter(&self) -> impl Iterator<Item = Fr> + '_ {
-        let mut others = self.others.iter();
+        let mut others = self.stored();
         (0..self.len).map(move |i| match (self.tags[i / PER_WORD] >> (2 * (i % PER_WORD))) & 0b11 {
             TAG_ZERO => Fr::ZERO,
             TAG_ONE => Fr::ONE,
@@ -209,7 +264,7 @@ impl CompactFrVec {
         advise_huge_pages(&out);
         let slots = &mut out.spare_capacity_mut()[..self.len];
         slots.par_chunks_mut(chunk_len).zip(self.tags.par_chunks(WORDS_PER_CHUNK)).zip(starts).for_each(|((out, words), start)| {
-            let mut others = self.others[start..].iter();
+            let mut others = self.stored_from(start);
             for (i, v) in out.iter_mut().enumerate() {
                 v.write(match (words[i / PER_WORD] >> (2 * (i % PER_WORD))) & 0b11 {
                     TAG_ZERO => Fr::ZERO,
@@ -288,27 +343,37 @@ mod tests {
             .collect()
     }
 
+    /// Expand as a device does: the segments copied one after another into one buffer, then
+    /// every value from its own word alone.
+    fn expanded_like_a_device(c: &CompactFrVec) -> Vec<Fr> {
+        let offs = c.word_offsets().unwrap();
+        assert_eq!(offs.len(), c.tags().len());
+        let mut stored = Vec::new();
+        for s in c.other_segments() {
+            stored.extend_from_slice(s);
+        }
+        (0..c.len())
+            .map(|i| {
+                let w = c.tags()[i / PER_WORD];
+                let slot = i % PER_WORD;
+                let tag = (w >> (2 * slot)) & 0b11;
+                if tag & 0b10 != 0 {
+                    let below = w & OTHER_MASK & ((1u64 << (2 * slot)) - 1);
+                    stored[offs[i / PER_WORD] as usize + below.count_ones() as usize]
+                } else if tag == TAG_ONE {
+                    Fr::ONE
+                } else {
+                    Fr::ZERO
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn word_offsets_index_the_stored_values_of_each_word() {
         let v = mixed(10_000, 7);
         let c = CompactFrVec::from_slice(&v);
-        let offs = c.word_offsets().unwrap();
-        assert_eq!(offs.len(), c.tags().len());
-        // Expand as a device does: every value from its own word alone.
-        for (i, want) in v.iter().enumerate() {
-            let w = c.tags()[i / PER_WORD];
-            let slot = i % PER_WORD;
-            let tag = (w >> (2 * slot)) & 0b11;
-            let got = if tag & 0b10 != 0 {
-                let below = w & OTHER_MASK & ((1u64 << (2 * slot)) - 1);
-                c.others()[offs[i / PER_WORD] as usize + below.count_ones() as usize]
-            } else if tag == TAG_ONE {
-                Fr::ONE
-            } else {
-                Fr::ZERO
-            };
-            assert_eq!(got, *want, "value {i}");
-        }
+        assert_eq!(expanded_like_a_device(&c), v);
         let mut bad = c.clone();
         bad.others.pop();
         assert!(bad.word_offsets().is_err(), "tags and stored values that disagree are refused");
@@ -348,13 +413,30 @@ mod tests {
         extend_in_parallel(&mut plain, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>());
         assert_eq!(plain, whole);
 
-        let compact_parts: Vec<CompactFrVec> = parts.iter().map(|p| CompactFrVec::from_slice(p)).collect();
+        // Parts that are themselves segmented, as a part of parts would be.
+        let mut compact_parts: Vec<CompactFrVec> = parts.iter().map(|p| CompactFrVec::from_slice(p)).collect();
+        let nested = std::mem::take(&mut compact_parts[4]);
+        let values = nested.to_vec();
+        let (a, b) = values.split_at(1000);
+        let mut segmented = CompactFrVec::from_slice(a);
+        segmented.append_parts(vec![CompactFrVec::from_slice(b)]);
+        compact_parts[4] = segmented;
+
         let mut c = CompactFrVec::from_slice(&head);
-        c.append_parts(&compact_parts.iter().collect::<Vec<_>>());
+        c.append_parts(compact_parts);
+        assert!(c.other_segments().count() > 2, "the parts' stored values were moved in as segments");
         c.push(Fr::ONE);
+        c.push(-Fr::ONE);
         let mut want = CompactFrVec::from_slice(&whole);
         want.push(Fr::ONE);
+        want.push(-Fr::ONE);
         assert_eq!(c, want);
+        let mut whole = whole;
+        whole.extend([Fr::ONE, -Fr::ONE]);
+        assert_eq!(c.to_vec(), whole, "to_vec across segments");
+        assert!(c.iter().eq(whole.iter().copied()), "iter across segments");
+        assert_eq!(expanded_like_a_device(&c), whole, "device expansion across segments");
+        assert_eq!(c.heap_bytes(), want.heap_bytes());
     }
 
     #[test]

@@ -33,8 +33,9 @@ pub trait AuxValues: Default + Clone + Send {
     /// items of one layout reserves for the rest after the first), so nothing is regrown:
     /// each regrowth copies everything held so far and faults in fresh pages.
     fn reserve_repeats(&mut self, copies: usize);
-    /// Append every part in order, copying in parallel into room reserved once.
-    fn append_parts(&mut self, parts: &[&Self]);
+    /// Append every part in order (copied in parallel into room reserved once, or moved
+    /// where the form allows).
+    fn append_parts(&mut self, parts: Vec<Self>);
 }
 
 impl AuxValues for Vec<Fr> {
@@ -53,7 +54,7 @@ impl AuxValues for Vec<Fr> {
     fn reserve_repeats(&mut self, copies: usize) {
         self.reserve_exact(self.len() * copies)
     }
-    fn append_parts(&mut self, parts: &[&Self]) {
+    fn append_parts(&mut self, parts: Vec<Self>) {
         crate::compact::extend_in_parallel(self, &parts.iter().map(|p| &p[..]).collect::<Vec<_>>())
     }
 }
@@ -77,7 +78,7 @@ impl AuxValues for CompactFrVec {
     fn reserve_repeats(&mut self, copies: usize) {
         CompactFrVec::reserve_exact(self, self.len() * copies, self.num_others() * copies)
     }
-    fn append_parts(&mut self, parts: &[&Self]) {
+    fn append_parts(&mut self, parts: Vec<Self>) {
         CompactFrVec::append_parts(self, parts)
     }
 }
@@ -110,12 +111,12 @@ impl<S: AuxValues> WitnessCs<S> {
     }
 
     /// `extend` by every part in order (each part's input 0 is its temporary ONE), the aux
-    /// values copied in parallel.
-    pub fn extend_from_parts(&mut self, parts: &[Self]) {
-        for p in parts {
+    /// values taken over by [`AuxValues::append_parts`].
+    pub fn extend_from_parts(&mut self, parts: Vec<Self>) {
+        for p in &parts {
             self.inputs.extend_from_slice(p.inputs.get(1..).unwrap_or(&[]));
         }
-        self.aux.append_parts(&parts.iter().map(|p| &p.aux).collect::<Vec<_>>());
+        self.aux.append_parts(parts.into_iter().map(|p| p.aux).collect());
     }
 }
 

@@ -73,7 +73,14 @@ fn expand_into(out: &DeviceBuffer<Fr>, offset: usize, aux: &CompactFrVec, copy_m
     let (offs, offs_ms) = DeviceBuffer::upload(index, &offsets)?;
     // A buffer of at least one value, so its pointer is valid even when nothing is stored.
     let others = DeviceBuffer::<Fr>::alloc(index, aux.num_others().max(1))?;
-    let others_ms = if aux.num_others() > 0 { others.write(0, aux.others())? } else { 0.0 };
+    // The stored values are kept in segments (one per synthesis chunk); they are one
+    // sequence on the device.
+    let mut others_ms = 0.0;
+    let mut at = 0;
+    for segment in aux.other_segments() {
+        others_ms += others.write(at, segment)?;
+        at += segment.len();
+    }
     *copy_ms += tags_ms + offs_ms + others_ms;
     let one = Fr::ONE;
     let mut ms = 0f32;

@@ -59,8 +59,9 @@ impl<S: AuxValues> BitSink for WitnessCs<S> {
 
 /// Synthesizes `items` in parallel, a chunk per thread, each chunk into its own witness, and
 /// appends the chunks to `cs` in item order. Every item has one layout, so a chunk reserves
-/// room for all its items once the first is done, and the chunks are appended in parallel into
-/// room reserved once: no vector is regrown on the way. Regrowing copied everything held so far
+/// room for all its items once the first is done, and the chunks are appended without
+/// regrowing (a compact witness takes their stored values over as they are): no vector is
+/// regrown on the way. Regrowing copied everything held so far
 /// and faulted in fresh pages, about half the CPU time of a 2349-sector WindowPoSt witness
 /// (`perf` of `cuzk-bench pce-bench --witness-inputs`, BENCHMARKS).
 pub(crate) fn synthesize_in_chunks<T: Sync, S: AuxValues>(
@@ -82,7 +83,7 @@ pub(crate) fn synthesize_in_chunks<T: Sync, S: AuxValues>(
             Ok(part)
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
-    cs.extend_from_parts(&parts);
+    cs.extend_from_parts(parts);
     Ok(())
 }
 
