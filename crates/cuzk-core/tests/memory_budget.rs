@@ -36,12 +36,12 @@ fn a_budget_for_one_circuit_at_a_time_proves_a_mix_and_never_exceeds_its_limit()
     let params = f.dir.join("params");
     let porep = file_len(&params, "v28-stacked-proof-of-replication");
     let snap = file_len(&params, "v28-empty-sector-update");
-    // PoRep alone needs its parameters plus ~1.4 GB (matrices 152 MB, a partition's compact
-    // witness ~90 MB, and a working set of ~575 MB for each of the two provers: the general
-    // one and the deadline lane's); both circuits' parameters side by side would need
-    // SnapDeals' whole file and its matrices beyond that. So this budget runs each circuit,
-    // and makes the SnapDeals load evict PoRep's parameters.
-    let budget = porep + snap / 2 + (1500 << 20);
+    // PoRep alone needs its parameters plus ~1.9 GB (matrices 152 MB, a partition's compact
+    // witness ~90 MB, and a working set of ~575 MB for each of the three provers: the general
+    // one, the deadline lane's and the critical lane's); both circuits' parameters side by
+    // side would need SnapDeals' whole file and its matrices beyond that. So this budget runs
+    // each circuit, and makes the SnapDeals load evict PoRep's parameters.
+    let budget = porep + snap / 2 + (2100 << 20);
     let s = scheduler(budget);
     let jobs: Vec<(ProofKind, String)> = [ProofKind::PoRepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WinningPost]
         .into_iter()
@@ -111,4 +111,38 @@ fn preloaded_deadline_circuits_are_never_evicted_to_make_room() {
     // An operator's explicit eviction still works.
     assert!(matches!(s.evict("winning-2k"), Ok(cuzk_core::srs_cache::EvictOutcome::Freed { .. })));
     s.shutdown(Duration::from_secs(10));
+}
+
+/// Every prover that can hold a partition at once has a proving set of headroom: with the
+/// deadline lane on (the default) one general prover, the deadline prover and the critical
+/// one, so three. A client may mark any proof CRITICAL, so the critical prover's share is not
+/// a WinningPoSt's small one by rule. A budget one byte short of the waiting set plus three
+/// proving sets can never admit a partition; one that holds them exactly can.
+#[test]
+fn every_lane_prover_has_headroom_in_the_budget() {
+    let circuit = cuzk_filecoin::CircuitId::parse("wpost-2k").unwrap();
+    let with_budget = |budget: u64| {
+        let mut config = cuzk_core::Config::default();
+        config.srs.param_dir = common::fixture().dir.join("params");
+        config.memory.budget_bytes = budget;
+        config.pipeline.prover_workers = 1;
+        assert!(config.pipeline.deadline_lane, "the lane is on by default");
+        Scheduler::start(config, None).unwrap()
+    };
+    let probe = with_budget(0);
+    let e = probe.memory().estimate(circuit);
+    assert_eq!(probe.memory().provers(), 3);
+    probe.shutdown(Duration::from_secs(5));
+    assert!(e.proving > 0, "{e:?}");
+
+    let exact = e.waiting + 3 * e.proving;
+    let s = with_budget(exact);
+    assert!(s.memory().fits(circuit, 0), "{e:?} fits {exact} bytes");
+    s.shutdown(Duration::from_secs(5));
+    let s = with_budget(exact - 1);
+    assert!(!s.memory().fits(circuit, 0), "{e:?} cannot fit {} bytes beside three provers", exact - 1);
+    let refused = s.submit("", None, request(&common::fixture().dir, &common::fixture().manifest, ProofKind::WindowPostPartition).unwrap());
+    let message = refused.err().expect("a partition that can never be admitted is refused at submit").to_string();
+    assert!(message.contains("3 provers"), "{message}");
+    s.shutdown(Duration::from_secs(5));
 }

@@ -220,6 +220,12 @@ impl MemoryBudget {
         available.saturating_sub((available / 20).max(1 << 30))
     }
 
+    /// The provers that can hold a partition at once, each of which the headroom keeps a
+    /// proving set for.
+    pub fn provers(&self) -> u64 {
+        self.prover_workers
+    }
+
     pub fn limit(&self) -> u64 {
         self.limit
     }

@@ -156,10 +156,11 @@ impl Scheduler {
             (true, false) => ProverForm::DeviceMatvec,
             (true, true) => ProverForm::DeviceCompact,
         };
-        // The deadline lane's prover needs its headroom like any other. The critical lane's
-        // proves only WinningPoSt, whose proving share is small next to the headroom.
+        // Every prover that can hold a partition needs its headroom: with the lane, the
+        // deadline prover and the critical one too. The critical prover is not only ever a
+        // WinningPoSt's (small): a client may mark any proof CRITICAL.
         let lane = config.pipeline.deadline_lane;
-        let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + usize::from(lane));
+        let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + 2 * usize::from(lane));
         // A GPU backend's retry on the CPU asks for its a, b, c here, now or not at all.
         let budget = memory.clone();
         backend.attach_host_memory(Box::new(move |bytes| budget.try_reserve_proving(bytes).map(|r| Box::new(r) as Box<dyn std::any::Any + Send>)));
@@ -251,10 +252,10 @@ impl Scheduler {
         if !sh.memory.fits(circuit, resident) {
             let e = sh.memory.estimate(circuit);
             return Err(SubmitError::ResourceExhausted(format!(
-                "one {circuit} partition needs about {} MiB of working memory, and each of the {} prover workers {} MiB more, \
+                "one {circuit} partition needs about {} MiB of working memory, and each of the {} provers that can hold one at once {} MiB more, \
                  beside {} MiB of its parameters and matrices, but the budget is {} MiB (memory.budget_bytes)",
                 e.waiting >> 20,
-                sh.prover_workers,
+                sh.memory.provers(),
                 e.proving >> 20,
                 resident >> 20,
                 sh.memory.limit() >> 20
