@@ -57,7 +57,7 @@ fn main() {
     println!("cargo:rustc-env=CUZK_CUDA_SASS={}", archs.join(","));
     println!("cargo:rustc-env=CUZK_CUDA_PTX={newest}");
     std::thread::scope(|scope| {
-        for file in ["device", "ntt", "msm", "matvec", "setup"] {
+        for file in ["device", "ntt", "msm", "matvec", "setup", "transfer"] {
             let (sppark_root, blst_src, archs, newest) = (&sppark_root, &blst_src, &archs, &newest);
             let adx = adx;
             scope.spawn(move || {

@@ -4,7 +4,7 @@
 //! `--witness ONES,ZEROS` times witness-like scalars (percent of ones and zeros) from device
 //! memory both ways: sppark's Pippenger and the split witness MSM, checked against each other.
 //! `--device-scalars` does the same for random scalars: sppark's Pippenger against the dense
-//! path (wide windows in G1 from 2^22 points).
+//! path (wide windows from 2^22 points, in G1 and G2).
 
 use std::time::Instant;
 

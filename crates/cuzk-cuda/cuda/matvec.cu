@@ -177,26 +177,6 @@ CUZK_FFI RustError cuzk_device_alloc(size_t index, size_t bytes, void** d_out)
     });
 }
 
-CUZK_FFI RustError cuzk_copy_to_device(size_t index, void* d_dst, const void* src, size_t bytes, float* ms)
-{
-    return guarded([&] {
-        const gpu_t& gpu = gpu_at(index);
-        auto started = std::chrono::steady_clock::now();
-        gpu.HtoD((uint8_t*)d_dst, src, bytes);
-        gpu.sync();
-        *ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - started).count();
-    });
-}
-
-CUZK_FFI RustError cuzk_copy_to_host(size_t index, void* dst, const void* d_src, size_t bytes)
-{
-    return guarded([&] {
-        const gpu_t& gpu = gpu_at(index);
-        gpu.DtoH((uint8_t*)dst, d_src, bytes);
-        gpu.sync();
-    });
-}
-
 // d_dst[i] = d_src[d_idx[i]] for i < n: the dense scalars of a density-filtered MSM.
 CUZK_FFI RustError cuzk_gather(size_t index, fr_t* d_dst, const fr_t* d_src, const uint32_t* d_idx, size_t n)
 {

@@ -32,7 +32,7 @@ typedef fr_t scalar_t;
 
 // What a run is asked to do (the Rust side's MsmPath): sppark's Pippenger as it is; a witness
 // MSM, split when it can be (msm_split.cuh); a dense MSM, with wide windows when it can be
-// (msm_wide.cuh, G1 only).
+// (msm_wide.cuh).
 enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2 };
 
 template<class bucket, class point, class affine>
@@ -159,10 +159,8 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
             if (on_chip && how == MSM_WITNESS)
                 done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
             // A witness too dense to split is a dense MSM like any other.
-            if constexpr (std::is_same<bucket, bucket_t>::value) {
-                if (on_chip && !done && how != MSM_SPPARK)
-                    done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause);
-            }
+            if (on_chip && !done && how != MSM_SPPARK)
+                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause);
             // A long one pauses between chunks of points (msm_chunked.cuh).
             if (!done)
                 done = chunked_msm<point, affine>(gpu, ctx->host_points, n, ctx->chunk_points, pause, *out,

@@ -1,9 +1,9 @@
 // Long sppark Pippenger MSMs cut into chunks of points, with the caller's pause between them.
 //
-// Why: the wide path (msm_wide.cuh) pauses inside itself, but two long MSMs never reach it:
-//   - B in G2 (the wide path is G1 only): 2.6 s over the ~92 M dense points of a 32 GiB
-//     WindowPoSt partition;
-//   - streaming contexts (points on the host): a streaming 32 GiB PoRep's H, ~1.1 s.
+// Why: the wide path (msm_wide.cuh) pauses inside itself, but some long MSMs never reach it:
+//   - streaming contexts (points on the host): a streaming 32 GiB PoRep's H, ~1.1 s;
+//   - host scalars (the host path's B in G2: 2.6 s over the ~92 M dense points of a 32 GiB
+//     WindowPoSt partition), or a dense MSM whose wide temporaries do not fit.
 // Deadline work arriving then waited for all of it. Σ over the whole vector is the sum of the
 // chunks' MSMs, so each chunk is one msm_t call and the pause runs between two of them.
 //

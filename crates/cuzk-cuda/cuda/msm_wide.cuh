@@ -36,9 +36,12 @@
 // added at window g's place in the final sum. No group starts at the top window, whose first
 // bucket holds a folded group (see above).
 //
-// Only G1 (its field elements fit one thread; sppark splits a G2 coordinate over two). The
-// caller falls back to msm_t when this declines: too few points, or temporaries that do not
-// fit (about 100 bytes per point at 22 bits).
+// G1 and G2. sppark splits a G2 coordinate over two threads (bucket_t::degree 2): its kernels
+// handle that themselves, and ours below give each bucket `degree` adjacent threads, which
+// run the same code on their halves. G2 takes narrower windows (WIDE_MAX_WBITS_G2): its
+// buckets are twice G1's size, and it launches fewer windows between pauses, since each costs
+// about three times as much. The caller falls back to msm_t when this declines: too few
+// points, or temporaries that do not fit (about 100 bytes per point at 22 bits in G1, 20 in G2).
 #pragma once
 
 #include <algorithm>
@@ -52,24 +55,28 @@
 // buckets (12 · 2^21 · 192 bytes) still fit beside the parameters.
 static const uint32_t WIDE_MIN_LG_POINTS = 22;
 static const uint32_t WIDE_MAX_WBITS = 22;
+// G2: 13 windows of 20 bits over a 32 GiB WindowPoSt's ~92 M B points; the buckets take
+// 13 · 2^19 · 384 bytes = 2.6 GB (22 bits would save one window for 9.7 GB of buckets).
+static const uint32_t WIDE_MAX_WBITS_G2 = 20;
 // Buckets per thread in the first reduction level, and pairs per thread after it. 256 keeps
 // ~8192 threads per window busy at 22 bits; later levels are small.
 static const uint32_t WIDE_FIRST_CHUNK = 256;
 static const uint32_t WIDE_NEXT_CHUNK = 64;
 static const uint32_t WIDE_MAX_TOP_SHIFT = 9;
 // Windows per bucket launch when the caller may pause (see the file comment): 12 windows at
-// 2^27 points make three launches of ~0.27 s.
+// 2^27 points make three launches of ~0.27 s. A G2 window costs ~3× a G1 window, so G2
+// launches take WIDE_PAUSE_GROUP / degree windows.
 static const uint32_t WIDE_PAUSE_GROUP = 4;
 
 struct wide_shape_t {
     uint32_t wbits, nwins, top, shift;
 };
 
-// The widest window ≤ min(WIDE_MAX_WBITS, lg n − 4) whose top window folds cheaply: at 2^27
+// The widest window ≤ min(max_wbits, lg n − 4) whose top window folds cheaply: at 2^27
 // points 22 bits (12 windows, top 13 bits, shift 9); 21 would leave a 3-bit top window.
-static wide_shape_t wide_shape(uint32_t lg_n, uint32_t bit_length)
+static wide_shape_t wide_shape(uint32_t lg_n, uint32_t bit_length, uint32_t max_wbits)
 {
-    uint32_t w = std::min(WIDE_MAX_WBITS, lg_n - 4);
+    uint32_t w = std::min(max_wbits, lg_n - 4);
     for (;; w--) {
         uint32_t nwins = (bit_length - 1) / w + 1;
         uint32_t top = bit_length - w * (nwins - 1);
@@ -78,13 +85,27 @@ static wide_shape_t wide_shape(uint32_t lg_n, uint32_t bit_length)
     }
 }
 
+// Our kernels give each bucket (or pair) `degree` adjacent threads; both return together.
+template<class bucket_t>
+__device__ __forceinline__ static uint32_t wide_item()
+{
+    return (threadIdx.x + blockIdx.x * blockDim.x) / bucket_t::degree;
+}
+
+// Blocks of 256 threads for `items` buckets or pairs of bucket_t.
+template<class bucket_t>
+static uint32_t wide_blocks(size_t items)
+{
+    return (uint32_t)((items * bucket_t::degree + 255) / 256);
+}
+
 // Top window: fold each group of 2^shift buckets into tmp[g] (one thread a group) ...
 template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
 __launch_bounds__(256) __global__
 static void wide_fold_top(const bucket_h* row, uint32_t shift, uint32_t groups, bucket_h* tmp)
 {
 #ifdef __CUDA_ARCH__
-    const uint32_t g = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t g = wide_item<bucket_t>();
     if (g >= groups)
         return;
     const bucket_h* p = row + ((size_t)g << shift);
@@ -104,7 +125,7 @@ __launch_bounds__(256) __global__
 static void wide_place_top(bucket_h* row, uint32_t len, const bucket_h* tmp, uint32_t groups)
 {
 #ifdef __CUDA_ARCH__
-    const uint32_t x = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t x = wide_item<bucket_t>();
     if (x >= len)
         return;
     if (x < groups) {
@@ -125,7 +146,7 @@ static void wide_reduce(const bucket_h* w_in, const bucket_h* a_in, uint32_t m, 
 {
 #ifdef __CUDA_ARCH__
     const uint32_t per_win = m / k;
-    const uint32_t tid = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t tid = wide_item<bucket_t>();
     if (tid >= nwins * per_win)
         return;
     const size_t base = (size_t)(tid / per_win) * m + (size_t)(tid % per_win) * k;
@@ -164,13 +185,13 @@ static void wide_reduce(const bucket_h* w_in, const bucket_h* a_in, uint32_t m, 
 #endif
 }
 
-// Where each bucket launch starts: window 0 alone without pauses; with them every
-// WIDE_PAUSE_GROUP windows, but never at the top window (the last group takes it).
-static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses)
+// Where each bucket launch starts: window 0 alone without pauses; with them every `group`
+// windows, but never at the top window (the last group takes it).
+static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses, uint32_t group)
 {
     std::vector<uint32_t> starts{0};
     if (pauses)
-        for (uint32_t g = WIDE_PAUSE_GROUP; g + 1 < nwins; g += WIDE_PAUSE_GROUP)
+        for (uint32_t g = group; g + 1 < nwins; g += group)
             starts.push_back(g);
     return starts;
 }
@@ -190,7 +211,8 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     uint32_t lg_n = 0;
     while ((size_t(2) << lg_n) <= n)
         lg_n++;
-    const wide_shape_t shape = wide_shape(lg_n, scalar_t::bit_length());
+    const uint32_t degree = bucket_t::degree;
+    const wide_shape_t shape = wide_shape(lg_n, scalar_t::bit_length(), degree == 1 ? WIDE_MAX_WBITS : WIDE_MAX_WBITS_G2);
     const uint32_t wbits = shape.wbits, nwins = shape.nwins, top = shape.top;
     const uint32_t row = 1u << (wbits - 1);
     const uint32_t top_groups = row >> shape.shift;
@@ -198,7 +220,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const size_t stride = (n + WARP_SZ - 1) / WARP_SZ * WARP_SZ;
     const size_t nsums = (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
     const size_t first_pairs = (size_t)nwins * (row / WIDE_FIRST_CHUNK);
-    const std::vector<uint32_t> starts = wide_group_starts(nwins, pause.active());
+    const std::vector<uint32_t> starts = wide_group_starts(nwins, pause.active(), std::max(1u, WIDE_PAUSE_GROUP / degree));
     const stream_t& s = gpu[2];
 
     // Every temporary first: a failed allocation declines before anything is computed.
@@ -259,9 +281,9 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     }
     if (shape.shift > 0) {
         bucket_h* top_row = buckets.ptr + (size_t)(nwins - 1) * row;
-        wide_fold_top<bucket_t><<<(top_groups + 255) / 256, 256, 0, s>>>(top_row, shape.shift, top_groups, folded.ptr);
+        wide_fold_top<bucket_t><<<wide_blocks<bucket_t>(top_groups), 256, 0, s>>>(top_row, shape.shift, top_groups, folded.ptr);
         CUDA_OK(cudaGetLastError());
-        wide_place_top<bucket_t><<<(row + 255) / 256, 256, 0, s>>>(top_row, row, folded.ptr, top_groups);
+        wide_place_top<bucket_t><<<wide_blocks<bucket_t>(row), 256, 0, s>>>(top_row, row, folded.ptr, top_groups);
         CUDA_OK(cudaGetLastError());
     }
     t2.record(s);
@@ -275,7 +297,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         uint32_t outs = nwins * (m / k);
         bucket_h* w_out = pairs.ptr + (size_t)(2 * gen) * first_pairs;
         bucket_h* a_out = w_out + first_pairs;
-        wide_reduce<bucket_t><<<(outs + 255) / 256, 256, 0, s>>>(w_in, a_in, m, k, lg_scale, nwins, w_out, a_out);
+        wide_reduce<bucket_t><<<wide_blocks<bucket_t>(outs), 256, 0, s>>>(w_in, a_in, m, k, lg_scale, nwins, w_out, a_out);
         CUDA_OK(cudaGetLastError());
         uint32_t lg_k = 0;
         while ((1u << lg_k) < k)
@@ -310,7 +332,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         }
     }
     if (trace)
-        fprintf(stderr, "cuzk wide MSM n=%zu w=%u windows=%u: digits+sort %.2f ms, buckets %.2f ms (top window folded), reduce %.2f ms, copy %.2f ms\n",
-                n, wbits, nwins, t1.ms_since(t0), t2.ms_since(t1), t3.ms_since(t2), t4.ms_since(t3));
+        fprintf(stderr, "cuzk wide MSM G%u n=%zu w=%u windows=%u: digits+sort %.2f ms, buckets %.2f ms (top window folded), reduce %.2f ms, copy %.2f ms\n",
+                degree, n, wbits, nwins, t1.ms_since(t0), t2.ms_since(t1), t3.ms_since(t2), t4.ms_since(t3));
     return true;
 }

@@ -53,6 +53,28 @@ fn device_out_of_memory_is_an_error_and_the_device_keeps_working() {
     assert_eq!(b.to_vec().unwrap(), vec![Fr::ONE, Fr::ZERO]);
 }
 
+/// Uploads of 64 MiB or more go through page-locked slots filled by several threads
+/// (cuda/transfer.cu): every byte lands where it belongs, below and above that size, with an
+/// uneven last slot, and at an offset into a buffer.
+#[test]
+fn large_uploads_are_staged_and_land_whole() {
+    let mut r = rng(16);
+    let mib = (1usize << 20) / 32;
+    for n in [64 * mib - 1, 64 * mib, 200 * mib + 7] {
+        let v = random_scalars(&mut r, n);
+        let (b, _) = DeviceBuffer::upload(DEV, &v).unwrap();
+        assert!(b.to_vec().unwrap() == v, "upload of {n} scalars");
+        // Into the middle of a larger buffer: nothing before or after it is touched.
+        let big = DeviceBuffer::<Fr>::alloc(DEV, n + 10).unwrap();
+        let edges = [Fr::from(7u64); 5];
+        big.write(0, &edges).unwrap();
+        big.write(n + 5, &edges).unwrap();
+        big.write(5, &v).unwrap();
+        let back = big.to_vec().unwrap();
+        assert!(back[..5] == edges && back[n + 5..] == edges && back[5..n + 5] == v[..], "upload of {n} at an offset");
+    }
+}
+
 #[test]
 fn ntt_matches_cpu() {
     let mut r = rng(1);
@@ -230,13 +252,17 @@ fn witness_msms_split_on_the_device_equal_the_cpu_msm() {
     }
 }
 
-/// `n` distinct G1 points, fast enough for millions: per chunk a random start and repeated
+/// `n` distinct points, fast enough for millions: per chunk a random start and repeated
 /// addition of one random step, chunks on all cores.
-fn many_g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
+fn many_points<P>(r: &mut ChaCha8Rng, n: usize) -> Vec<P::AffineRepr>
+where
+    P: Group + Curve + Send + Sync,
+    P::AffineRepr: PrimeCurveAffine + Send,
+{
     const CHUNK: usize = 1 << 14;
-    let step = G1Projective::random(&mut *r);
-    let starts: Vec<G1Projective> = (0..n.div_ceil(CHUNK)).map(|_| G1Projective::random(&mut *r)).collect();
-    let mut out = vec![G1Affine::identity(); n];
+    let step = P::random(&mut *r);
+    let starts: Vec<P> = (0..n.div_ceil(CHUNK)).map(|_| P::random(&mut *r)).collect();
+    let mut out = vec![P::AffineRepr::identity(); n];
     let threads = std::thread::available_parallelism().map_or(4, |t| t.get());
     let per_thread = starts.len().div_ceil(threads) * CHUNK;
     std::thread::scope(|scope| {
@@ -245,13 +271,17 @@ fn many_g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
             scope.spawn(move || {
                 for (o, start) in part.chunks_mut(CHUNK).zip(starts) {
                     let mut acc = *start;
-                    let proj: Vec<G1Projective> = (0..o.len()).map(|_| { acc += step; acc }).collect();
-                    G1Projective::batch_normalize(&proj, o);
+                    let proj: Vec<P> = (0..o.len()).map(|_| { acc += step; acc }).collect();
+                    P::batch_normalize(&proj, o);
                 }
             });
         }
     });
     out
+}
+
+fn many_g1_points(r: &mut ChaCha8Rng, n: usize) -> Vec<G1Affine> {
+    many_points::<G1Projective>(r, n)
 }
 
 #[test]
@@ -325,6 +355,57 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
     let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
     assert_eq!(got, msm_g1(&pts, &big), "paused dense MSM of 2^80 everywhere");
+}
+
+/// The wide path in G2 (a WindowPoSt's B_G2): two threads a bucket in our kernels, 20-bit
+/// windows, two windows a bucket launch when paused.
+#[test]
+fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
+    let mut r = rng(15);
+    // 2^24 + 5 points: 13 windows of 20 bits, the top one (15 bits) folded from groups of 32
+    // buckets. Paused, bucket launches start at windows 0, 2, 4, 6, 8 and 10, with a pause
+    // after the sort and between launches: 6. Below 2^22 the wide path declines (sppark's
+    // Pippenger, chunked when paused; the default G2 chunk is larger, so nothing pauses).
+    let n = (1usize << 24) + 5;
+    let pts = many_points::<G2Projective>(&mut r, n);
+    let mut sc = edge_scalars(&mut r, n);
+    let half = Fr::from(2u64).invert().unwrap();
+    for (i, v) in [-half, half, -half - Fr::ONE, -Fr::ONE, -Fr::from(2u64)].into_iter().enumerate() {
+        sc[10 * i + 3] = v;
+    }
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
+    let lent_len = (1usize << 22) + 3;
+    let lent_want = msm_g2(&pts[..lent_len], &sc[n - lent_len..]);
+    for (offset, len, pauses_expected) in [(0, n, 6), (5, n - 5, 6), (0, (1 << 22) - 1, 0)] {
+        let want = msm_g2(&pts[..len], &sc[offset..offset + len]);
+        let dense = || Scalars::Device { buffer: &buf, offset, len };
+        let (got, _, _) = m.run_path_on_device(dense(), MsmPath::Dense).unwrap();
+        assert_eq!(got, want, "dense G2 MSM offset={offset} len={len}");
+        // Far too dense to split: the whole vector through the wide path.
+        let (as_witness, _, dense_count) = m.run_witness_on_device(dense()).unwrap();
+        assert_eq!((as_witness, dense_count), (want, len), "dense G2 witness MSM offset={offset} len={len}");
+        // Paused: another wide G2 MSM on the same device and streams in every pause.
+        let mut pauses = 0;
+        let mut pause = || {
+            pauses += 1;
+            let lent = Scalars::Device { buffer: &buf, offset: n - lent_len, len: lent_len };
+            let (lent, _, _) = m.run_path_on_device(lent, MsmPath::Dense).unwrap();
+            assert_eq!(lent, lent_want, "the G2 MSM run in a pause");
+        };
+        let (got, _, _) = m.run_pausing(dense(), MsmPath::Witness, &mut pause).unwrap();
+        assert_eq!(got, want, "paused dense G2 MSM offset={offset} len={len}");
+        assert_eq!(pauses, pauses_expected, "pauses in a dense G2 MSM of {len}");
+    }
+    // Every scalar 2^40 (= 2^(20·2)): all points in the first bucket of window 2, which starts
+    // a bucket launch when paused and is summed by batch addition.
+    let big = vec![Fr::from(2u64).pow_vartime([40]); n];
+    let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
+    let want = msm_g2(&pts, &big);
+    let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
+    assert_eq!(got, want, "paused dense G2 MSM of 2^40 everywhere");
+    let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense).unwrap();
+    assert_eq!(got, want, "dense G2 MSM of 2^40 everywhere");
 }
 
 /// sppark's Pippenger cut into chunks with a pause between them (cuda/msm_chunked.cuh): B in

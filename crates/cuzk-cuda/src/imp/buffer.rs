@@ -34,7 +34,8 @@ impl<T: Copy> DeviceBuffer<T> {
         Ok((b, ms))
     }
 
-    /// Copy `data` into elements `offset..offset + data.len()`.
+    /// Copy `data` into elements `offset..offset + data.len()`; returns the copy's wall ms.
+    /// Large copies go through page-locked staging on several threads (`cuda/transfer.cu`).
     pub fn write(&self, offset: usize, data: &[T]) -> Result<f32, CudaError> {
         assert!(offset + data.len() <= self.len, "device buffer write out of bounds");
         let mut ms = 0f32;

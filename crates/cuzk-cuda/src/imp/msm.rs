@@ -13,15 +13,15 @@
 //! resident points and device scalars; otherwise, or when too many scalars are dense, the
 //! whole vector goes through Pippenger as before.
 //!
-//! Dense G1 MSMs from device scalars over ≥ 2^22 resident points (H, and witnesses too dense
-//! to split) take wider windows than sppark picks (`cuda/msm_wide.cuh`): 12 windows of 22 bits
-//! instead of 15 of 18 at 2^27. Without room for its temporaries that path declines and
-//! sppark's Pippenger runs.
+//! Dense MSMs from device scalars over ≥ 2^22 resident points (H, and witnesses too dense to
+//! split, such as a WindowPoSt's L, A and B in G1 and G2) take wider windows than sppark picks
+//! (`cuda/msm_wide.cuh`): in G1 12 windows of 22 bits instead of 15 of 18 at 2^27, in G2 13 of
+//! 20. Without room for its temporaries that path declines and sppark's Pippenger runs.
 //!
 //! A long MSM can pause for the caller's phase boundary ([`MsmG1::run_pausing`]): the wide
 //! path between its sort and bucket groups, sppark's Pippenger between chunks of points
-//! (`cuda/msm_chunked.cuh`: B in G2, streaming points), so that deadline work need not wait
-//! for the whole of a 2^27-point H or a WindowPoSt's 2.6 s B_G2.
+//! (`cuda/msm_chunked.cuh`: streaming points, host scalars), so that deadline work need not
+//! wait for the whole of a 2^27-point H or a WindowPoSt's B_G2.
 //!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
@@ -63,7 +63,7 @@ pub enum MsmPath {
     Sppark = 0,
     /// Witness scalars: split by value when it can be.
     Witness = 1,
-    /// Dense scalars: wide windows when it can be (G1, device scalars, resident points).
+    /// Dense scalars: wide windows when it can be (device scalars, resident points).
     Dense = 2,
 }
 

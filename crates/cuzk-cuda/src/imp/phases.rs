@@ -133,8 +133,8 @@ fn witness_g1(m: &Option<MsmG1>, s: Scalars<'_>, query: &str, slot: &mut Duratio
     run_query(m, query, slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }
 
-/// B in G2 from witness scalars: split when it can be; a dense one (WindowPoSt's, ~2.6 s at
-/// 32 GiB) pauses between chunks of points.
+/// B in G2 from witness scalars: split when it can be; a dense one (WindowPoSt's) takes the
+/// wide path like the G1 witnesses, and pauses there.
 fn witness_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G2Projective, CudaError> {
     run_query(m, "B_G2", slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }
