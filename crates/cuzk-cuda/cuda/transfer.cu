@@ -7,13 +7,15 @@
 // page-locked memory instead, filled by STAGE_THREADS host threads at once, each with two
 // slots: it fills one while the copy engine drains the other. The staging memory is
 // allocated once per device, at the first large copy, and kept (STAGE_THREADS · 2 ·
-// STAGE_SLOT_BYTES = 128 MiB of page-locked host memory per device).
+// STAGE_SLOT_BYTES = 128 MiB of page-locked host memory per device). Where it cannot be had,
+// large copies take the plain path, with one line on stderr.
 //
 // One staged copy runs at a time per device (the device lock serialises them anyway; the
 // mutex keeps the slots consistent for any other caller). When the copy returns, every part
 // of it has landed: later kernels on any stream see the data.
 #include "common.cuh"
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -114,17 +116,30 @@ struct stager_t {
     }
 };
 
-// One stager per device index, made at its first large copy and kept for the process.
-static stager_t& stager_for(size_t index)
+// One stager per device index, made at its first large copy and kept for the process; null
+// when it could not be made (no page-locked memory to be had, say), and then never tried
+// again: large copies on that device take the plain path, as before staging existed.
+static stager_t* stager_for(size_t index)
 {
     static std::mutex made;
     static std::vector<std::unique_ptr<stager_t>> stagers;
+    static std::vector<bool> failed;
     std::lock_guard<std::mutex> guard(made);
-    if (stagers.size() <= index)
+    if (stagers.size() <= index) {
         stagers.resize(index + 1);
-    if (!stagers[index])
-        stagers[index] = std::make_unique<stager_t>(index);
-    return *stagers[index];
+        failed.resize(index + 1, false);
+    }
+    if (!stagers[index] && !failed[index]) {
+        try {
+            stagers[index] = std::make_unique<stager_t>(index);
+        } catch (const std::exception& e) {
+            failed[index] = true;
+            (void)cudaGetLastError();   // a failed page-locked allocation is not sticky
+            fprintf(stderr, "cuzk: device %zu: no page-locked staging for uploads (%s); large uploads copy directly\n",
+                    index, e.what());
+        }
+    }
+    return stagers[index].get();
 }
 
 CUZK_FFI RustError cuzk_copy_to_device(size_t index, void* d_dst, const void* src, size_t bytes, float* ms)
@@ -132,11 +147,11 @@ CUZK_FFI RustError cuzk_copy_to_device(size_t index, void* d_dst, const void* sr
     return guarded([&] {
         const gpu_t& gpu = gpu_at(index);
         auto started = std::chrono::steady_clock::now();
-        if (bytes >= STAGED_MIN_BYTES) {
-            stager_t& st = stager_for(index);
-            std::lock_guard<std::mutex> one_at_a_time(st.busy);
+        stager_t* st = bytes >= STAGED_MIN_BYTES ? stager_for(index) : nullptr;
+        if (st != nullptr) {
+            std::lock_guard<std::mutex> one_at_a_time(st->busy);
             const stream_t& first = gpu;
-            st.copy(index, first, (uint8_t*)d_dst, (const uint8_t*)src, bytes);
+            st->copy(index, first, (uint8_t*)d_dst, (const uint8_t*)src, bytes);
         } else {
             gpu.HtoD((uint8_t*)d_dst, src, bytes);
             gpu.sync();
