@@ -31,11 +31,15 @@ struct Hasher<'a, S: AuxValues, A: Arity<Fr>> {
     cs: &'a mut WitnessCs<S>,
     constants: &'a PoseidonConstants<Fr, A>,
     state: Vec<Elt>,
+    /// The MDS product's input, reused every round (a 32 GiB WindowPoSt partition hashes
+    /// ~235,000 times, 65 rounds each: fresh vectors per round were tens of millions of
+    /// allocations).
+    values: Vec<Fr>,
     key_offset: usize,
     round: usize,
 }
 
-impl<S: AuxValues, A: Arity<Fr>> Hasher<'_, S, A> {
+impl<'a, S: AuxValues, A: Arity<Fr>> Hasher<'a, S, A> {
     fn alloc(&mut self, value: Fr) -> Fr {
         self.cs.aux.push(value);
         value
@@ -49,8 +53,10 @@ impl<S: AuxValues, A: Arity<Fr>> Hasher<'_, S, A> {
         e.value
     }
 
-    fn keys(&mut self, n: usize) -> Vec<Fr> {
-        let keys = self.constants.compressed_round_constants[self.key_offset..self.key_offset + n].to_vec();
+    /// The next `n` round constants.
+    fn keys(&mut self, n: usize) -> &'a [Fr] {
+        let constants: &'a PoseidonConstants<Fr, A> = self.constants;
+        let keys = &constants.compressed_round_constants[self.key_offset..self.key_offset + n];
         self.key_offset += n;
         keys
     }
@@ -75,8 +81,8 @@ impl<S: AuxValues, A: Arity<Fr>> Hasher<'_, S, A> {
 
     fn full_round(&mut self, first: bool, last: bool) {
         let width = self.state.len();
-        let pre = if first { self.keys(width) } else { Vec::new() };
-        let post = if first || !last { self.keys(width) } else { Vec::new() };
+        let pre = if first { self.keys(width) } else { &[] };
+        let post = if first || !last { self.keys(width) } else { &[] };
         for i in 0..width {
             let e = self.state[i];
             self.state[i] = match (first, i) {
@@ -103,21 +109,26 @@ impl<S: AuxValues, A: Arity<Fr>> Hasher<'_, S, A> {
     fn product_mds(&mut self) {
         let c = self.constants;
         let sparse_offset = c.half_full_rounds - 1;
-        let values: Vec<Fr> = self.state.iter().map(|e| e.value).collect();
-        let dense = |m: &Vec<Vec<Fr>>| -> Vec<Fr> {
-            (0..values.len()).map(|j| values.iter().zip(m).map(|(v, row)| *v * row[j]).sum()).collect()
+        self.values.clear();
+        self.values.extend(self.state.iter().map(|e| e.value));
+        let values = &self.values;
+        let state = &mut self.state;
+        let mut dense = |m: &Vec<Vec<Fr>>| {
+            for (j, e) in state.iter_mut().enumerate() {
+                *e = Elt { value: values.iter().zip(m).map(|(v, row)| *v * row[j]).sum(), allocated: false };
+            }
         };
-        let next = if self.round == sparse_offset {
-            dense(&c.pre_sparse_matrix)
+        if self.round == sparse_offset {
+            dense(&c.pre_sparse_matrix);
         } else if self.round > sparse_offset && self.round < c.half_full_rounds + c.partial_rounds {
             let sparse = &c.sparse_matrixes[self.round - sparse_offset - 1];
-            let mut next = vec![values.iter().zip(&sparse.w_hat).map(|(v, w)| *v * w).sum()];
-            next.extend(values[1..].iter().zip(&sparse.v_rest).map(|(v, r)| *v + values[0] * r));
-            next
+            state[0] = Elt { value: values.iter().zip(&sparse.w_hat).map(|(v, w)| *v * w).sum(), allocated: false };
+            for ((e, v), r) in state[1..].iter_mut().zip(&values[1..]).zip(&sparse.v_rest) {
+                *e = Elt { value: *v + values[0] * r, allocated: false };
+            }
         } else {
-            dense(&c.mds_matrices.m)
-        };
-        self.state = next.into_iter().map(|value| Elt { value, allocated: false }).collect();
+            dense(&c.mds_matrices.m);
+        }
         self.round += 1;
     }
 }
@@ -141,7 +152,7 @@ pub(crate) fn poseidon_hash<S: AuxValues, A: Arity<Fr>>(
     for p in preimage {
         state.push(Elt { value: p.get_value().ok_or(SynthesisError::AssignmentMissing)?, allocated: true });
     }
-    let mut h = Hasher { cs, constants, state, key_offset: 0, round: 0 };
+    let mut h = Hasher { cs, constants, values: Vec::with_capacity(state.len()), state, key_offset: 0, round: 0 };
     let half = constants.full_rounds / 2;
     h.full_round(true, false);
     for _ in 1..half {
