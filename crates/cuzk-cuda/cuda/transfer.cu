@@ -27,12 +27,13 @@ static const size_t STAGE_SLOT_BYTES = (size_t)16 << 20;
 static const int STAGE_THREADS = 4;
 
 struct stager_t {
+    const size_t index;
     std::mutex busy;
     void* slots[2 * STAGE_THREADS] = {};
     cudaEvent_t drained[2 * STAGE_THREADS] = {};
     cudaStream_t streams[STAGE_THREADS] = {};
 
-    explicit stager_t(size_t index)
+    explicit stager_t(size_t index) : index(index)
     {
         gpu_at(index);
         try {
@@ -71,13 +72,12 @@ struct stager_t {
     // Thread t copies slot-sized pieces t, t + STAGE_THREADS, … through its two slots. The
     // pieces start after the work already queued on the device's first stream, as a plain
     // HtoD there would.
-    void copy(size_t index, cudaStream_t after, uint8_t* d_dst, const uint8_t* src, size_t bytes)
+    void copy(cudaStream_t after, uint8_t* d_dst, const uint8_t* src, size_t bytes)
     {
         {
-            timing_event queued;
-            queued.record(after);
+            event_t queued(after);
             for (int t = 0; t < STAGE_THREADS; t++)
-                CUDA_OK(cudaStreamWaitEvent(streams[t], queued.e, 0));
+                queued.wait(streams[t]);
         }
         std::vector<std::thread> threads;
         std::vector<std::exception_ptr> errors(STAGE_THREADS);
@@ -151,7 +151,7 @@ CUZK_FFI RustError cuzk_copy_to_device(size_t index, void* d_dst, const void* sr
         if (st != nullptr) {
             std::lock_guard<std::mutex> one_at_a_time(st->busy);
             const stream_t& first = gpu;
-            st->copy(index, first, (uint8_t*)d_dst, (const uint8_t*)src, bytes);
+            st->copy(first, (uint8_t*)d_dst, (const uint8_t*)src, bytes);
         } else {
             gpu.HtoD((uint8_t*)d_dst, src, bytes);
             gpu.sync();
