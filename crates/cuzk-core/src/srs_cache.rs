@@ -52,9 +52,9 @@ struct Budget {
     /// Sees every load before any job: the backend may take the points onto its devices and
     /// release the host copy (then only the verifying key stays counted).
     adopt: Box<dyn Fn(&mut Srs) + Send + Sync>,
-    /// Offered the queries of a generated setup while they are made
-    /// (`cuzk_groth16::srs_sink`): a backend that accepts takes every point then, and the
-    /// host never holds the whole key.
+    /// Offered the queries of a generated setup while they are made, and of a `.params` file
+    /// while it is read (`cuzk_groth16::srs_sink`, `srs_stream`): a backend that accepts
+    /// takes every point then, and the host never holds the whole key.
     sink: Arc<dyn QuerySink>,
 }
 
@@ -399,7 +399,19 @@ impl SrsCache {
             });
         }
         tracing::info!(%circuit, path = %files.params.display(), "loading parameters");
-        let srs = Srs::load_with_records(&files.params, self.check, self.records.as_deref())?;
+        // Streamed straight onto the devices when the backend takes the key (the host then
+        // never holds it; the subgroup check runs there too), else decoded on the host.
+        let streamed = match self.budget.get() {
+            Some(b) => cuzk_groth16::srs_stream::load_into(&files.params, self.check, self.records.as_deref(), &*b.sink)?,
+            None => None,
+        };
+        let srs = match streamed {
+            Some(srs) => {
+                tracing::info!(%circuit, secs = start.elapsed().as_secs_f64(), "parameters streamed from the file onto the devices");
+                srs
+            }
+            None => Srs::load_with_records(&files.params, self.check, self.records.as_deref())?,
+        };
         if files.vk.exists() {
             let vk = load_verifying_key(&files.vk)?;
             if vk != srs.vk {

@@ -49,6 +49,8 @@ struct msm_ctx {
 typedef msm_ctx<bucket_t, point_t, affine_t> msm_g1_ctx;
 typedef msm_ctx<bucket_fp2_t, point_fp2_t, affine_fp2_t> msm_g2_ctx;
 
+#include "subgroup.cuh"
+
 // points == nullptr (resident only): the device memory is allocated but not written; the
 // caller fills it with ctx_fill before any MSM.
 template<class ctx_t, class affine>

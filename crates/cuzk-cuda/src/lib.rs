@@ -22,12 +22,15 @@
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
+//! * [`subgroup`] — the subgroup test the device runs on parameter points, its constants
+//!   and the same test on the CPU (pure logic, built without CUDA too);
 //! * [`device_lock`] — the device-exclusive region's lock, where deadline work goes first
 //!   and normal work yields to it at phase boundaries (pure logic, built without CUDA too).
 
 pub mod arch;
 pub mod device_lock;
 pub mod health;
+pub mod subgroup;
 
 #[cfg(feature = "cuda")]
 mod imp {

@@ -158,7 +158,7 @@ async fn run(config: Config) -> Result<()> {
     let preload = config.srs.preload.clone();
     tracing::info!(
         param_dir = %config.srs.param_dir.display(),
-        synthesis_workers = config.pipeline.synthesis_workers,
+        synthesis_workers = config.pipeline.synthesis_worker_count(),
         prover_workers = config.pipeline.prover_workers,
         "starting scheduler"
     );

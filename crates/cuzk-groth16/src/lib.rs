@@ -3,6 +3,7 @@
 //! * [`assignment`] — synthesis target: a, b, c, witness, densities for one partition;
 //! * [`srs`] — reading and validating parameter files;
 //! * [`srs_sink`] — handing a key's queries to a backend while they are produced;
+//! * [`srs_stream`] — a `.params` file streamed into such a backend, chunk by chunk;
 //! * [`srs_synthetic`] — random parameters of a given shape, for benchmarks (never verify);
 //! * [`setup`] — a fast, deterministic, INSECURE Groth16 setup (parameters that verify);
 //! * [`ntt`], [`msm`] — the CPU primitives;
@@ -22,6 +23,7 @@ pub mod prover;
 pub mod setup;
 pub mod srs;
 pub mod srs_sink;
+pub mod srs_stream;
 pub mod srs_synthetic;
 pub mod verify;
 

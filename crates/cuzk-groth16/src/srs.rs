@@ -22,8 +22,8 @@ use group::UncompressedEncoding;
 use memmap2::Mmap;
 use rayon::prelude::*;
 
-const G1_LEN: usize = 96;
-const G2_LEN: usize = 192;
+pub(crate) const G1_LEN: usize = 96;
+pub(crate) const G2_LEN: usize = 192;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SrsError {
@@ -151,7 +151,7 @@ impl Srs {
     /// so that the parameter directory itself may be read-only.
     pub fn load_with_records(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<Srs, SrsError> {
         let (mmap, subgroup) = open(path, check, records)?;
-        let mut r = Reader { path, map: &mmap, offset: 0, subgroup };
+        let mut r = Reader { path, map: &mmap, offset: 0, subgroup, mapped: Some(&mmap) };
         let vk = r.vk()?;
         let h = r.g1_section("h")?;
         let l = r.g1_section("l")?;
@@ -159,28 +159,48 @@ impl Srs {
         let b_g1 = r.g1_section("b_g1")?;
         let b_g2 = r.g2_section("b_g2")?;
         r.finish()?;
-        let inconsistent = |reason: String| SrsError::Inconsistent { path: path.into(), reason };
-        if a.len() < vk.ic.len() {
-            return Err(inconsistent(format!("{} A points but {} public inputs", a.len(), vk.ic.len())));
-        }
-        if b_g1.len() != b_g2.len() {
-            return Err(inconsistent(format!("{} B points in G1 but {} in G2", b_g1.len(), b_g2.len())));
-        }
-        if !(h.len() + 1).is_power_of_two() {
-            return Err(inconsistent(format!("{} H points is not a power of two minus one", h.len())));
-        }
+        let lens = QueryLens { h: h.len(), l: l.len(), a: a.len(), b_g1: b_g1.len(), b_g2: b_g2.len() };
+        check_consistent(path, &lens, vk.ic.len())?;
         if subgroup {
             // Checked now (Once or Always): remember it, so Once skips this version later.
             crate::check_record::remember(path, records);
         } else if check == SubgroupCheck::Once {
             tracing::info!(path = %path.display(), "subgroup check skipped: this version of the file passed it before");
         }
-        // Parameters written by `write_synthetic` (for benchmarks) carry a marker file: they
-        // load, but as what they are, so the engine never reports their proofs as verified.
-        let synthetic = crate::srs_synthetic::synthetic_marker(path).exists();
-        let insecure = insecure_marker(path).exists();
+        let (synthetic, insecure) = markers(path);
         Ok(Srs { vk, h, l, a, b_g1, b_g2, path: path.into(), synthetic, insecure, id: Srs::next_id(), released: None })
     }
+}
+
+/// Refuse query lengths no generator writes: fewer A points than public inputs, B in G1 and
+/// G2 of different lengths, or an H that is not a power of two minus one.
+pub(crate) fn check_consistent(path: &Path, q: &QueryLens, inputs: usize) -> Result<(), SrsError> {
+    let inconsistent = |reason: String| Err(SrsError::Inconsistent { path: path.into(), reason });
+    if q.a < inputs {
+        return inconsistent(format!("{} A points but {} public inputs", q.a, inputs));
+    }
+    if q.b_g1 != q.b_g2 {
+        return inconsistent(format!("{} B points in G1 but {} in G2", q.b_g1, q.b_g2));
+    }
+    if !(q.h + 1).is_power_of_two() {
+        return inconsistent(format!("{} H points is not a power of two minus one", q.h));
+    }
+    Ok(())
+}
+
+/// Whether the file carries a `.SYNTHETIC` marker and an `.INSECURE` one. Parameters written
+/// by `write_synthetic` (benchmarks) or by the generated setup load, but as what they are, so
+/// the engine never reports their proofs as verified or their keys as the ceremony's.
+pub(crate) fn markers(path: &Path) -> (bool, bool) {
+    (crate::srs_synthetic::synthetic_marker(path).exists(), insecure_marker(path).exists())
+}
+
+/// Parse a verifying key that fills `bytes` exactly (the head of a `.params` file).
+pub(crate) fn parse_vk(path: &Path, bytes: &[u8]) -> Result<VerifyingKey, SrsError> {
+    let mut r = Reader { path, map: bytes, offset: 0, subgroup: true, mapped: None };
+    let vk = r.vk()?;
+    r.finish()?;
+    Ok(vk)
 }
 
 /// Name of the marker written next to parameters of a generated, insecure setup
@@ -246,7 +266,7 @@ pub fn mark_checked(path: &Path) {
 /// Read and validate a `.vk` file.
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
     let (mmap, _) = open(path, SubgroupCheck::Always, None)?;
-    let mut r = Reader { path, map: &mmap, offset: 0, subgroup: true };
+    let mut r = Reader { path, map: &mmap, offset: 0, subgroup: true, mapped: Some(&mmap) };
     let vk = r.vk()?;
     r.finish()?;
     Ok(vk)
@@ -268,10 +288,12 @@ fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mm
 
 struct Reader<'a> {
     path: &'a Path,
-    /// The whole file; decoded sections give their pages back ([`Reader::release`]).
-    map: &'a Mmap,
+    /// The whole file (or, for [`parse_vk`], the bytes given).
+    map: &'a [u8],
     offset: usize,
     subgroup: bool,
+    /// The file's map, whose decoded sections give their pages back ([`Reader::release`]).
+    mapped: Option<&'a Mmap>,
 }
 
 impl<'a> Reader<'a> {
@@ -351,12 +373,10 @@ impl<'a> Reader<'a> {
     /// memory beside its 44 GB of decoded points until the load ends; with it, one section
     /// at a time.
     fn release(&self, start: usize, len: usize) {
-        if len == 0 {
-            return;
-        }
+        let Some(map) = self.mapped.filter(|_| len > 0) else { return };
         // SAFETY: a read-only shared file mapping: DONTNEED only drops this process's page
         // table entries, and a later read faults the same bytes in from the file again.
-        if let Err(e) = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) } {
+        if let Err(e) = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) } {
             tracing::debug!(path = %self.path.display(), error = %e, "madvise(DONTNEED) on a parameter file failed; its pages stay mapped");
         }
     }
@@ -375,7 +395,7 @@ impl<'a> Reader<'a> {
 
 /// Decode one uncompressed point. blst's deserialisation rejects coordinates out of range
 /// and points off the curve; the checked variant adds the subgroup check.
-fn decode<P>(bytes: &[u8], subgroup: bool) -> Result<P, &'static str>
+pub(crate) fn decode<P>(bytes: &[u8], subgroup: bool) -> Result<P, &'static str>
 where
     P: UncompressedEncoding + PrimeCurveAffine,
     P::Uncompressed: Default + AsMut<[u8]>,

@@ -14,7 +14,11 @@
 //! handed over are gone from the host, so nothing can fall back); a taker dropped unfinished
 //! discards what it was given.
 //!
-//! Loaders that offer their queries: the generated setup ([`crate::setup::assemble`]).
+//! Loaders that offer their queries: the generated setup ([`crate::setup::assemble`]) and
+//! `.params` files ([`crate::srs_stream`]). A file's points must also pass the subgroup check
+//! (once per file version): a taker that can run it where the points now are, on a device,
+//! says so ([`QueryTaker::checks_subgroup`]) and the loader asks it chunk by chunk; otherwise
+//! the loader checks on the CPU before handing a chunk over.
 
 use std::path::Path;
 
@@ -40,6 +44,25 @@ pub trait QueryTaker {
     fn take_b_g2(&mut self, offset: usize, points: &[G2Affine]) -> Result<(), String>;
     /// Every query was handed over whole: the backend holds the key from now on.
     fn finish(self: Box<Self>) -> Result<(), String>;
+
+    /// Whether [`Self::first_outside_subgroup_g1`] and [`Self::first_outside_subgroup_b_g2`]
+    /// work: the taker checks subgroup membership of points it was given where it keeps them.
+    fn checks_subgroup(&self) -> bool {
+        false
+    }
+
+    /// The index of the first of points `[offset, offset + n)` of `query`, already taken, that
+    /// is not in the prime-order subgroup (None: all are).
+    fn first_outside_subgroup_g1(&mut self, query: G1Query, offset: usize, n: usize) -> Result<Option<usize>, String> {
+        let _ = (query, offset, n);
+        Err("this backend does not check subgroup membership".into())
+    }
+
+    /// The same for B in G2.
+    fn first_outside_subgroup_b_g2(&mut self, offset: usize, n: usize) -> Result<Option<usize>, String> {
+        let _ = (offset, n);
+        Err("this backend does not check subgroup membership".into())
+    }
 }
 
 /// Offered every load of parameters before any of their points exists.
@@ -48,4 +71,63 @@ pub trait QuerySink: Send + Sync {
     /// [`Srs::id`](crate::Srs::id) is `id`), and the host keeps none; `None`: the loader keeps
     /// them on the host as it always did.
     fn begin(&self, path: &Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>>;
+}
+
+/// A sink that keeps every query on the host, as it arrives: the reference that streamed
+/// loads are compared against (tests, and `cuzk-bench` checks), and a way to read a file
+/// through the streaming reader without a device.
+#[derive(Default)]
+pub struct Collect {
+    /// What the last finished load handed over, in query order.
+    pub taken: std::sync::Mutex<Option<Collected>>,
+}
+
+/// The five queries as a [`Collect`] received them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Collected {
+    pub h: Vec<G1Affine>,
+    pub l: Vec<G1Affine>,
+    pub a: Vec<G1Affine>,
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+}
+
+struct CollectTaker<'a> {
+    sink: &'a Collect,
+    taken: Collected,
+}
+
+impl QuerySink for Collect {
+    fn begin(&self, _path: &Path, _id: u64, _lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
+        Some(Box::new(CollectTaker { sink: self, taken: Collected::default() }))
+    }
+}
+
+impl QueryTaker for CollectTaker<'_> {
+    fn take_g1(&mut self, query: G1Query, offset: usize, points: &[G1Affine]) -> Result<(), String> {
+        let v = match query {
+            G1Query::H => &mut self.taken.h,
+            G1Query::L => &mut self.taken.l,
+            G1Query::A => &mut self.taken.a,
+            G1Query::BG1 => &mut self.taken.b_g1,
+        };
+        if v.len() != offset {
+            return Err(format!("{query:?}: chunk at {offset}, expected at {}", v.len()));
+        }
+        v.extend_from_slice(points);
+        Ok(())
+    }
+
+    fn take_b_g2(&mut self, offset: usize, points: &[G2Affine]) -> Result<(), String> {
+        if self.taken.b_g2.len() != offset {
+            return Err(format!("B_G2: chunk at {offset}, expected at {}", self.taken.b_g2.len()));
+        }
+        self.taken.b_g2.extend_from_slice(points);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), String> {
+        *self.sink.taken.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.taken);
+        Ok(())
+    }
 }

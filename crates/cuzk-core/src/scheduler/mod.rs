@@ -188,7 +188,7 @@ impl Scheduler {
         let mut threads = Vec::new();
         // With the lane, CRITICAL work is the critical lane's alone.
         let general = if lane { Lane::General } else { Lane::All };
-        for i in 0..shared.config.pipeline.synthesis_workers {
+        for i in 0..shared.config.pipeline.synthesis_worker_count() {
             let s = shared.clone();
             threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s, general)));
         }
@@ -423,7 +423,7 @@ impl Scheduler {
             memory_resident: sh.memory.resident(),
             memory_peak: sh.memory.peak(),
             partitions_in_flight: sh.in_flight.load(Ordering::Relaxed),
-            synthesis_workers: sh.config.pipeline.synthesis_workers,
+            synthesis_workers: sh.config.pipeline.synthesis_worker_count(),
             prover_workers: sh.prover_workers,
             backend: sh.backend.name(),
             devices: sh.backend.devices(),

@@ -3,9 +3,15 @@
 //! * [`CudaProver::take_onto_devices`] (behind `adopt_srs`): parameters already whole in host
 //!   memory (a `.params` file, or a generated setup the backend did not take) are copied to
 //!   every device; the caller then releases the host copy.
-//! * [`CudaProver::begin_taking`] (behind `begin_queries`): a generated setup's queries are
-//!   taken chunk by chunk while they are made ([`DeviceTaker`]), so the host never holds the
-//!   whole key — at 32 GiB PoRep that is 44 GiB of points the daemon's peak RSS no longer has.
+//! * [`CudaProver::begin_taking`] (behind `begin_queries`): a generated setup's queries, or a
+//!   `.params` file's, are taken chunk by chunk while they are made or read ([`DeviceTaker`]),
+//!   so the host never holds the whole key — at 32 GiB PoRep that is 44 GiB of points the
+//!   daemon's peak RSS no longer has.
+//!
+//! The taker also checks subgroup membership of what it was given, on the first device
+//! (`cuda/subgroup.cuh`), when a `.params` file's load must check it
+//! (`cuzk_groth16::srs_stream`): ~100× the CPU's rate, which made a first start on a ceremony
+//! file take tens of minutes.
 //!
 //! Both are all or nothing: every device gets the parameters resident, with contexts that
 //! never read host points, or none keeps them and the host copy stays (a failure while
@@ -21,6 +27,7 @@ use cuzk_groth16::{QueryLens, Srs};
 
 use super::error::CudaError;
 use super::prover::{CudaProver, Gpu, Residency};
+use crate::subgroup::SubgroupConstants;
 use super::resident::{has_small_query, proof_working_bytes, resident_size, SrsKey, SrsOnDevice};
 
 impl CudaProver {
@@ -89,7 +96,16 @@ impl CudaProver {
         }
         tracing::info!(srs = %path.display(), devices = on.len(), gib = resident as f64 / (1u64 << 30) as f64,
             "device memory reserved for the parameters; they go to the devices as they are made");
-        Ok(Some(DeviceTaker { gpus: &self.gpus, lens: *lens, on, given: Given::default(), started: Instant::now() }))
+        // Derived and checked on the generators once per load (microseconds); a failure would
+        // be a bug in the derivation, and the loader then checks on the CPU.
+        let subgroup = match SubgroupConstants::new() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::error!(error = %e, "device subgroup test unavailable; points are checked on the CPU");
+                None
+            }
+        };
+        Ok(Some(DeviceTaker { gpus: &self.gpus, lens: *lens, on, given: Given::default(), started: Instant::now(), subgroup }))
     }
 }
 
@@ -112,6 +128,19 @@ pub(super) struct DeviceTaker<'a> {
     on: Vec<SrsOnDevice>,
     given: Given,
     started: Instant,
+    /// The device subgroup test's constants (None: the loader checks on the CPU).
+    subgroup: Option<SubgroupConstants>,
+}
+
+impl DeviceTaker<'_> {
+    /// Points `[offset, offset + n)` must already be taken (the loader checks after it hands
+    /// a chunk over); the first device's copy is checked, the others hold the same bytes.
+    fn check_range(given: usize, offset: usize, n: usize) -> Result<(), String> {
+        if offset.checked_add(n).is_none_or(|end| end > given) {
+            return Err(format!("subgroup check of points {offset}..{} before they were all taken ({given})", offset.saturating_add(n)));
+        }
+        Ok(())
+    }
 }
 
 /// Chunks of one query must arrive in order and within its length: anything else is a
@@ -155,6 +184,40 @@ impl QueryTaker for DeviceTaker<'_> {
             ctx.fill(offset, points).map_err(|e| format!("device {}: B_G2 query to the device: {e}", gpu.info.ordinal))?;
         }
         Ok(())
+    }
+
+    fn checks_subgroup(&self) -> bool {
+        self.subgroup.is_some()
+    }
+
+    fn first_outside_subgroup_g1(&mut self, query: G1Query, offset: usize, n: usize) -> Result<Option<usize>, String> {
+        let c = self.subgroup.as_ref().ok_or("no device subgroup test")?;
+        let given = match query {
+            G1Query::H => self.given.h,
+            G1Query::L => self.given.l,
+            G1Query::A => self.given.a,
+            G1Query::BG1 => self.given.b_g1,
+        };
+        Self::check_range(given, offset, n)?;
+        let (Some(gpu), Some(on)) = (self.gpus.first(), self.on.first()) else { return Err("no device".into()) };
+        let ctx = match query {
+            G1Query::H => on.h.as_ref(),
+            G1Query::L => on.l.as_ref(),
+            G1Query::A => on.a.as_ref(),
+            G1Query::BG1 => on.b_g1.as_ref(),
+        };
+        let ctx = ctx.ok_or_else(|| format!("{query:?} query: no points to check"))?;
+        let _device = gpu.lock.lock();
+        ctx.first_outside_subgroup(offset, n, c).map_err(|e| format!("device {}: subgroup check of the {query:?} query: {e}", gpu.info.ordinal))
+    }
+
+    fn first_outside_subgroup_b_g2(&mut self, offset: usize, n: usize) -> Result<Option<usize>, String> {
+        let c = self.subgroup.as_ref().ok_or("no device subgroup test")?;
+        Self::check_range(self.given.b_g2, offset, n)?;
+        let (Some(gpu), Some(on)) = (self.gpus.first(), self.on.first()) else { return Err("no device".into()) };
+        let ctx = on.b_g2.as_ref().ok_or("B_G2 query: no points to check")?;
+        let _device = gpu.lock.lock();
+        ctx.first_outside_subgroup(offset, n, c).map_err(|e| format!("device {}: subgroup check of the B_G2 query: {e}", gpu.info.ordinal))
     }
 
     fn finish(self: Box<Self>) -> Result<(), String> {

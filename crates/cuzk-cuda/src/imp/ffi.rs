@@ -72,6 +72,8 @@ extern "C" {
     pub fn cuzk_msm_g2_fill(ctx: *mut MsmG2Ctx, offset: usize, points: *const blst_p2_affine, n: usize) -> Error;
     pub fn cuzk_msm_g2_set_chunk(ctx: *mut MsmG2Ctx, points: usize);
     pub fn cuzk_msm_g2_destroy(ctx: *mut MsmG2Ctx);
+    pub fn cuzk_msm_g1_first_outside_subgroup(ctx: *const MsmG1Ctx, offset: usize, n: usize, beta: *const u64, k_lo: u64, k_hi: u64, bits: u32, first_bad: *mut usize) -> Error;
+    pub fn cuzk_msm_g2_first_outside_subgroup(ctx: *const MsmG2Ctx, offset: usize, n: usize, c1: *const u64, c2: *const u64, k: u64, bits: u32, first_bad: *mut usize) -> Error;
 
     pub fn cuzk_csr_upload(
         index: usize,

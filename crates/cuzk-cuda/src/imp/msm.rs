@@ -35,6 +35,7 @@ use cuzk_groth16::msm::{msm_g1, msm_g2};
 use super::buffer::DeviceBuffer;
 use super::error::{check, CudaError};
 use super::ffi;
+use crate::subgroup::SubgroupConstants;
 
 /// The glue's side of a pause: `arg` is the caller's `&mut dyn FnMut()`. A panic in it must
 /// not unwind into C++; it is logged and the MSM goes on (the pause only lends the device).
@@ -250,3 +251,25 @@ macro_rules! msm_context {
 
 msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_set_chunk, cuzk_msm_g1_destroy, msm_g1);
 msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_set_chunk, cuzk_msm_g2_destroy, msm_g2);
+
+impl MsmG1 {
+    /// The index (in the context) of the first of resident points `[offset, offset + n)`
+    /// outside G1, checked on the device (`cuda/subgroup.cuh`); None when all are inside.
+    pub fn first_outside_subgroup(&self, offset: usize, n: usize, c: &SubgroupConstants) -> Result<Option<usize>, CudaError> {
+        assert!(self.resident, "only resident points are checked on the device");
+        let mut bad = usize::MAX;
+        let (lo, hi) = (c.g1_scalar as u64, (c.g1_scalar >> 64) as u64);
+        check(unsafe { ffi::cuzk_msm_g1_first_outside_subgroup(self.ctx, offset, n, c.beta.as_ptr(), lo, hi, c.g1_bits, &mut bad) })?;
+        Ok((bad != usize::MAX).then_some(offset + bad))
+    }
+}
+
+impl MsmG2 {
+    /// The same in G2.
+    pub fn first_outside_subgroup(&self, offset: usize, n: usize, c: &SubgroupConstants) -> Result<Option<usize>, CudaError> {
+        assert!(self.resident, "only resident points are checked on the device");
+        let mut bad = usize::MAX;
+        check(unsafe { ffi::cuzk_msm_g2_first_outside_subgroup(self.ctx, offset, n, c.psi_x.as_ptr(), c.psi_y.as_ptr(), c.g2_scalar, c.g2_bits, &mut bad) })?;
+        Ok((bad != usize::MAX).then_some(offset + bad))
+    }
+}
