@@ -319,7 +319,7 @@ impl SrsCache {
             }
             // Nothing idle to evict. Jobs in flight will release memory (and their
             // parameters) when they finish; with none, nothing ever will.
-            let nothing_will_free = budget.memory.only_resident() && !self.any_held();
+            let nothing_will_free = budget.memory.only_resident() && !self.any_held(circuit);
             if nothing_will_free || give_up() {
                 let m = &budget.memory;
                 return Err(EngineError::ResourceExhausted(format!(
@@ -363,9 +363,12 @@ impl SrsCache {
         false
     }
 
-    /// Whether any job holds loaded parameters, or a load is under way, right now.
-    fn any_held(&self) -> bool {
-        let slots: Vec<Slot> = self.slots.lock().values().cloned().collect();
+    /// Whether any job holds loaded parameters, or another circuit's load is under way, right
+    /// now: either can free memory later. `loading`'s own slot is left out — its caller holds
+    /// that lock while it asks, and counting it made every load that could never fit wait
+    /// for ever instead of being refused (issue #36, item 1).
+    fn any_held(&self, loading: CircuitId) -> bool {
+        let slots: Vec<Slot> = self.slots.lock().iter().filter(|(c, _)| **c != loading).map(|(_, s)| s.clone()).collect();
         slots.iter().any(|slot| slot.try_lock().is_none_or(|g| g.as_ref().is_some_and(|l| Arc::strong_count(l) > 1)))
     }
 
@@ -498,5 +501,49 @@ impl SrsCache {
 
     pub fn resident_bytes(&self) -> u64 {
         self.resident().iter().map(|r| r.bytes).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::ProverForm;
+    use blstrs::{G1Affine, G2Affine};
+    use group::prime::PrimeCurveAffine;
+
+    /// Parameters of no use but their size, already resident for `circuit`.
+    fn resident(cache: &SrsCache, circuit: CircuitId, memory: Reservation) {
+        let (g1, g2) = (G1Affine::generator(), G2Affine::generator());
+        let vk = cuzk_groth16::VerifyingKey { alpha_g1: g1, beta_g1: g1, beta_g2: g2, gamma_g2: g2, delta_g1: g1, delta_g2: g2, ic: vec![g1] };
+        let pvk = PreparedVerifyingKey::new(&vk);
+        let srs = Srs { vk, h: vec![], l: vec![], a: vec![], b_g1: vec![], b_g2: vec![], path: "test://pinned".into(), synthetic: false, insecure: false, id: Srs::next_id(), released: None };
+        let bytes = memory.bytes();
+        let loaded = LoadedSrs { circuit, srs, pvk, bytes, load_time: Duration::ZERO, last_used: AtomicU64::new(0), _memory: Some(memory) };
+        cache.slots.lock().insert(circuit, Arc::new(Mutex::new(Some(Arc::new(loaded)))));
+    }
+
+    /// Issue #36, item 1: pinned parameters leave too little room, no job holds anything, so
+    /// nothing will ever make room: the load is refused at once, without waiting (it used to
+    /// count its own slot as another load under way and wait for ever).
+    #[test]
+    fn a_load_that_can_never_fit_beside_pinned_parameters_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let porep = CircuitId::parse("porep-2k").unwrap();
+        let wpost = CircuitId::parse("wpost-2k").unwrap();
+        let files = param_files(dir.path(), porep).unwrap();
+        std::fs::write(&files.params, vec![0u8; 500]).unwrap();
+        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip);
+        cache.pinned.insert(wpost);
+        let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
+        cache.attach_budget(memory.clone(), |_| {}, |_| {}, Arc::new(cuzk_groth16::srs_sink::Collect::default()));
+        resident(&cache, wpost, memory.try_reserve_resident(800).unwrap());
+        let waited = AtomicU64::new(0);
+        let e = cache
+            .get_or_wait(porep, || { waited.fetch_add(1, Ordering::Relaxed); waited.load(Ordering::Relaxed) > 3 }, |_| {})
+            .err()
+            .expect("500 bytes beside 800 pinned of 1000 cannot load");
+        assert!(matches!(e, EngineError::ResourceExhausted(_)), "{e}");
+        assert!(e.to_string().contains("nothing can be evicted"), "{e}");
+        assert_eq!(waited.load(Ordering::Relaxed), 0, "refused before waiting for anything");
     }
 }

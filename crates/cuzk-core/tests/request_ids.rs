@@ -127,9 +127,15 @@ fn different_inputs_under_one_id_each_get_their_own_proof() {
         assert!(proofs[..i].iter().all(|q| q != p), "job {} returned another job's proof", jobs[i]);
     }
     wait_verified(&s, &winning.job_id, ProofKind::WinningPost);
-    // The id names the newest job: resubmitting its inputs attaches to it.
+    // The id names every job: resubmitting the newest one's inputs attaches to it, and so
+    // does a retry of partition 0 after the later partitions were sent (issue #36, item 8:
+    // only the newest job was a candidate, so partition 0 was proved a second time).
     let again = submit(&s, WDPOST_ID, fixture_request(ProofKind::WinningPost));
     assert!(again.existing && again.job_id == winning.job_id);
+    let retry_p0 = submit(&s, WDPOST_ID, window());
+    assert!(retry_p0.existing && retry_p0.job_id == jobs[0], "partition 0 retried after partition 1: its job, not a new one");
+    let retry_p1 = submit(&s, WDPOST_ID, ProofRequest { partition_index: 1, ..window() });
+    assert!(retry_p1.existing && retry_p1.job_id == jobs[1]);
     s.shutdown(Duration::from_secs(10));
 }
 

@@ -44,6 +44,11 @@ const HPACK_TABLE: usize = 4096;
 /// A header block larger than this ends the connection (gRPC requests carry a few hundred
 /// bytes; h2 itself refuses header lists over 16 KiB by default).
 const MAX_BLOCK: usize = 1 << 20;
+/// A decoded header list larger than this ends the connection (RFC 9113 §6.5.2 counts each
+/// header as name + value + 32). The block's bytes are bounded by [`MAX_BLOCK`], but one-byte
+/// references to a 4 KiB dynamic-table entry decode to ~4000 times their size: a 1 MiB block
+/// to ~4 GiB (issue #36, item 3). gRPC requests carry a few hundred bytes of headers.
+const MAX_HEADER_LIST: usize = 64 << 10;
 /// What replaces an authority that is not one.
 const LOCALHOST: &[u8] = b"localhost";
 
@@ -211,22 +216,35 @@ impl Rewriter {
     fn emit(&mut self, block: Block, out: &mut Vec<u8>) -> io::Result<()> {
         // The decoder is third-party code reading the client's bytes: a panic in it must end
         // this connection, not unwind through hyper's connection task.
+        // Re-encoded as the decoder hands each header over, never gathered as owned copies,
+        // and only up to MAX_HEADER_LIST: past that nothing more is kept (references to the
+        // dynamic table come in as borrows) and the block is refused once decoded.
         let hpack = &mut self.hpack;
-        let headers = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hpack.decode(&block.fragment)))
-            .map_err(|_| protocol("the HPACK decoder panicked on a header block".into()))?
-            .map_err(|e| protocol(format!("HPACK: {e:?}")))?;
+        let replaced = &mut self.replaced;
         let mut encoded = Vec::with_capacity(block.fragment.len() * 2);
-        for (name, value) in &headers {
-            let value: &[u8] = if name.as_slice() == b":authority" && http::uri::Authority::try_from(value.as_slice()).is_err() {
-                self.replaced += 1;
-                if self.replaced == 1 {
-                    tracing::debug!(authority = %String::from_utf8_lossy(value), "unix socket: the client's :authority is not an authority; treated as localhost");
+        let mut list = 0usize;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            hpack.decode_with_cb(&block.fragment, |name, value| {
+                list = list.saturating_add(name.len() + value.len() + 32);
+                if list > MAX_HEADER_LIST {
+                    return;
                 }
-                LOCALHOST
-            } else {
-                value
-            };
-            literal(&mut encoded, name, value);
+                let value: &[u8] = if name.as_ref() == b":authority" && http::uri::Authority::try_from(value.as_ref()).is_err() {
+                    *replaced += 1;
+                    if *replaced == 1 {
+                        tracing::debug!(authority = %String::from_utf8_lossy(&value), "unix socket: the client's :authority is not an authority; treated as localhost");
+                    }
+                    LOCALHOST
+                } else {
+                    &value
+                };
+                literal(&mut encoded, &name, value);
+            })
+        }))
+        .map_err(|_| protocol("the HPACK decoder panicked on a header block".into()))?
+        .map_err(|e| protocol(format!("HPACK: {e:?}")))?;
+        if list > MAX_HEADER_LIST {
+            return Err(protocol(format!("a header list of {list} bytes decoded, over {MAX_HEADER_LIST}")));
         }
         write_frames(out, &block, &encoded);
         Ok(())
@@ -492,6 +510,43 @@ mod tests {
         fs.extend((0..MAX_BLOCK / MAX_FRAME).map(|_| frame(CONTINUATION, 0, 1, &big)));
         assert!(with(&fs).is_err());
         // Random bytes after the preface: an error or a pass, never a panic.
+        random_bytes_never_panic();
+    }
+
+    /// Issue #36, item 3: a 4 KiB literal put in the dynamic table, then one-byte references
+    /// to it, decode to far more than the block's size; the block is refused once its header
+    /// list passes MAX_HEADER_LIST, and nothing of that size is built.
+    #[test]
+    fn references_to_a_large_table_entry_cannot_blow_up_a_small_block() {
+        let mut block = vec![0x40, 0x01, b'x'];
+        let value = vec![b'v'; 4000];
+        encode_integer_into(value.len(), 7, 0, &mut block).unwrap();
+        block.extend_from_slice(&value);
+        // Index 62, the newest dynamic entry, 200,000 times: ~800 MB of decoded headers.
+        block.extend(std::iter::repeat_n(0xbe, 200_000));
+        let mut input = CLIENT_PREFACE.to_vec();
+        let mut chunks = block.chunks(MAX_FRAME).peekable();
+        let mut first = true;
+        while let Some(c) = chunks.next() {
+            let flags = if chunks.peek().is_none() { END_HEADERS } else { 0 };
+            input.extend_from_slice(&frame(if first { HEADERS } else { CONTINUATION }, flags, 1, c));
+            first = false;
+        }
+        let e = rewrite(&input, 1 << 16).unwrap_err();
+        assert!(e.to_string().contains("header list"), "{e}");
+        // Ten references (~44 KiB of headers) are below the cap and pass.
+        let mut small = vec![0x40, 0x01, b'x'];
+        encode_integer_into(value.len(), 7, 0, &mut small).unwrap();
+        small.extend_from_slice(&value);
+        small.extend(std::iter::repeat_n(0xbe, 10));
+        let mut input = CLIENT_PREFACE.to_vec();
+        input.extend_from_slice(&frame(HEADERS, END_HEADERS, 1, &small));
+        let out = rewrite(&input, 7).unwrap();
+        let view = server_view(&frames(&out[PREFACE_LEN..]));
+        assert_eq!(view[0].len(), 11);
+    }
+
+    fn random_bytes_never_panic() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..2000 {
             let mut bytes = Vec::new();

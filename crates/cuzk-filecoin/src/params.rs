@@ -261,6 +261,33 @@ mod tests {
             assert_eq!(lens, want, "{id}: h, l, a, b_g1, b_g2, ic");
         }
     }
+
+    /// A `.params` file written by bellperson's own generator and writer (what the ceremony
+    /// files are) loads both ways — decoded on the host, and streamed through the chunked
+    /// reader the devices are fed by — to bellperson's points, every one subgroup-checked.
+    #[test]
+    fn a_params_file_written_by_bellperson_loads_on_the_host_and_streamed() {
+        use cuzk_groth16::srs_sink::Collect;
+        use cuzk_groth16::{Srs, SubgroupCheck};
+        let circuit = CircuitId::parse("winning-2k").unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
+        let theirs = bellperson_params(circuit, &mut rng).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("winning-2k.params");
+        let mut f = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+        theirs.write(&mut f).unwrap();
+        drop(f);
+        let host = Srs::load_with_records(&path, SubgroupCheck::Always, Some(dir.path())).unwrap();
+        assert!(host.h[..] == theirs.h[..] && host.l[..] == theirs.l[..] && host.a[..] == theirs.a[..]);
+        assert!(host.b_g1[..] == theirs.b_g1[..] && host.b_g2[..] == theirs.b_g2[..]);
+        assert!(host.vk.alpha_g1 == theirs.vk.alpha_g1 && host.vk.delta_g2 == theirs.vk.delta_g2 && host.vk.ic == theirs.vk.ic);
+        let sink = Collect::default();
+        let streamed = cuzk_groth16::srs_stream::load_into(&path, SubgroupCheck::Always, Some(dir.path()), &sink).unwrap().expect("taken");
+        let got = sink.taken.lock().unwrap().take().unwrap();
+        assert!(got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2);
+        assert_eq!(streamed.vk, host.vk);
+        assert!(streamed.points_released() && !streamed.insecure, "no marker: loaded as what it is");
+    }
 }
 
 /// Refuse to overwrite parameter files that may be real: an existing `.params` or `.vk` of

@@ -245,12 +245,19 @@ impl MemoryBudget {
         self.state.lock().peak
     }
 
+    /// What is spoken for: everything resident and waiting, and the provers' part — their
+    /// headroom, or what they hold when that is more (a CPU retry's a, b, c beyond a
+    /// prover's share, [`MemoryBudget::try_reserve_proving`], is memory in use as well).
+    fn committed(&self, s: &State) -> u64 {
+        s.resident + s.waiting + (self.prover_workers * s.max_proving).max(s.proving)
+    }
+
     /// Reserve `bytes` for parameters about to be loaded, if they fit now beside everything
     /// reserved and the provers' headroom. Never waits: the caller decides whether to evict,
     /// wait ([`MemoryBudget::wait_for_release`]) or refuse.
     pub fn try_reserve_resident(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         let mut s = self.state.lock();
-        if s.total() + bytes + self.prover_workers * s.max_proving > self.limit {
+        if self.committed(&s) + bytes > self.limit {
             return None;
         }
         s.add(Stage::Resident, bytes);
@@ -310,11 +317,10 @@ impl MemoryBudget {
         let mut s = self.state.lock();
         s.max_proving = s.max_proving.max(e.proving);
         loop {
-            let headroom = self.prover_workers * s.max_proving;
             // A partition that cannot fit even alone (fits() refuses those at submission, but
             // a bigger circuit admitted since may have raised the headroom) still runs when
             // nothing else waits, rather than never.
-            if s.resident + s.waiting + e.waiting + headroom <= self.limit || s.waiting == 0 {
+            if self.committed(&s) + e.waiting <= self.limit || s.waiting == 0 {
                 s.add(Stage::Waiting, e.waiting);
                 return Some(Reservation { budget: self.clone(), bytes: e.waiting, stage: Stage::Waiting });
             }
@@ -388,6 +394,19 @@ mod tests {
         assert!(b.try_reserve_proving(50).is_some(), "released bytes are available again");
         drop(held);
         assert_eq!(b.used(), 0);
+    }
+
+    /// Issue #36, item 6: a CPU retry's a, b, c beyond the provers' headroom is counted when
+    /// the next partition is admitted (it was not: 40 + 50 + 40 of 100 admitted).
+    #[test]
+    fn a_provers_extra_bytes_keep_further_partitions_waiting() {
+        let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
+        let _w = b.reserve_waiting(est(40, 10), || false).unwrap();
+        let extra = b.try_reserve_proving(50).expect("40 + 50 of 100");
+        assert!(b.reserve_waiting(est(40, 10), || true).is_none(), "40 + 50 + 40 > 100: it must wait");
+        assert!(b.try_reserve_resident(20).is_none(), "nor do parameters fit past it");
+        drop(extra);
+        assert!(b.reserve_waiting(est(40, 10), || true).is_some(), "room once the retry is done");
     }
 
     #[test]

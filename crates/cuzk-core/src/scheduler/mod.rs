@@ -113,9 +113,11 @@ pub(crate) struct Shared {
     pub pending: WorkQueue<Work>,
     pub ready: WorkQueue<ReadyWork>,
     pub jobs: Mutex<HashMap<String, Arc<Job>>>,
-    /// Request id → the newest job submitted under it. Older jobs of the id stay in `jobs`
-    /// (queryable by job id) until pruned; only the newest is a candidate for re-attaching.
-    pub by_request_id: Mutex<HashMap<String, String>>,
+    /// Request id → every job submitted under it and not yet pruned, oldest first. Curio
+    /// sends all partitions of one WindowPoSt deadline under one id, so a retry of partition 0
+    /// after partition 1 must still find partition 0's job (issue #36, item 8): each of them
+    /// is a candidate for re-attaching, the newest first.
+    pub by_request_id: Mutex<HashMap<String, Vec<String>>>,
     pub accepting: AtomicBool,
     pub in_flight: AtomicU64,
     pub timeline: timeline::Timeline,
@@ -229,9 +231,9 @@ impl Scheduler {
     /// Validate, split and enqueue a request. Blocking (decodes the payload and builds the
     /// circuits): call it off the async executor.
     ///
-    /// A non-empty `request_id` returns the job it last named if that job has identical inputs
+    /// A non-empty `request_id` returns a job submitted under it that has identical inputs
     /// and is queued, running or completed; otherwise the request is proved afresh and the id
-    /// names the new job from then on. Priority is not compared: it cannot change the proof.
+    /// names the new job too. Priority is not compared: it cannot change the proof.
     pub fn submit(&self, request_id: &str, priority: Option<Priority>, req: ProofRequest) -> Result<SubmitOutcome, SubmitError> {
         let arrived = Instant::now();
         let sh = &self.shared;
@@ -292,8 +294,8 @@ impl Scheduler {
             }
             admission::admit(sh, job.partitions)?;
             if !request_id.is_empty() {
-                // Replaces any older job of this id: different inputs, or failed/cancelled.
-                ids.insert(request_id.to_string(), job_id.clone());
+                // Beside the id's other jobs (different inputs, or failed/cancelled ones).
+                ids.entry(request_id.to_string()).or_default().push(job_id.clone());
             }
             sh.jobs.lock().insert(job_id.clone(), job.clone());
         }
@@ -310,12 +312,12 @@ impl Scheduler {
 
     /// The job `request_id` names, if a request with inputs `digest` may be answered with it
     /// (`inputs::reusable`). `ids` is the locked request-id map.
-    fn existing(&self, ids: &HashMap<String, String>, request_id: &str, digest: &InputDigest) -> Option<SubmitOutcome> {
+    fn existing(&self, ids: &HashMap<String, Vec<String>>, request_id: &str, digest: &InputDigest) -> Option<SubmitOutcome> {
         if request_id.is_empty() {
             return None;
         }
-        let job = self.job(ids.get(request_id)?)?;
-        reusable(&job, digest).then(|| SubmitOutcome { job_id: job.id.clone(), queue_position: 0, existing: true })
+        let job = ids.get(request_id)?.iter().rev().filter_map(|id| self.job(id)).find(|job| reusable(job, digest))?;
+        Some(SubmitOutcome { job_id: job.id.clone(), queue_position: 0, existing: true })
     }
 
     pub fn job(&self, job_id: &str) -> Option<Arc<Job>> {
@@ -479,8 +481,11 @@ impl Scheduler {
             .collect();
         for id in &old {
             if let Some(j) = jobs.remove(id) {
-                if ids.get(&j.request_id) == Some(id) {
-                    ids.remove(&j.request_id);
+                if let Some(of_id) = ids.get_mut(&j.request_id) {
+                    of_id.retain(|x| x != id);
+                    if of_id.is_empty() {
+                        ids.remove(&j.request_id);
+                    }
                 }
             }
         }
