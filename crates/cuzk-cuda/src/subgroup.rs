@@ -18,7 +18,7 @@
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use group::{Curve, Group};
+use group::Group;
 
 /// |x| of BLS12-381, x = −0xd201000000010000.
 pub const X_ABS: u64 = 0xd201_0000_0001_0000;
@@ -198,20 +198,20 @@ pub fn g2_off_subgroup(mut rng: impl rand_core::RngCore) -> G2Affine {
     }
 }
 
-/// A random point of the prime-order subgroup.
-pub fn g1_in(mut rng: impl rand_core::RngCore) -> G1Affine {
-    G1Projective::random(&mut rng).to_affine()
-}
-
-pub fn g2_in(mut rng: impl rand_core::RngCore) -> G2Affine {
-    G2Projective::random(&mut rng).to_affine()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand_chacha::rand_core::SeedableRng;
+    use group::Curve;
     use rand_chacha::ChaCha8Rng;
+
+    fn g1_in(mut rng: impl rand_core::RngCore) -> G1Affine {
+        G1Projective::random(&mut rng).to_affine()
+    }
+
+    fn g2_in(mut rng: impl rand_core::RngCore) -> G2Affine {
+        G2Projective::random(&mut rng).to_affine()
+    }
 
     #[test]
     fn the_device_equations_agree_with_blst_on_points_in_and_out_of_the_subgroups() {

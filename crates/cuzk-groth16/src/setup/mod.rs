@@ -291,4 +291,4 @@ pub(crate) fn powers(base: Fr, first: Fr, n: usize) -> Vec<Fr> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -13,8 +13,9 @@ use super::{assemble_chunked, CpuFixedBase, Evaluations, SetupError, Trapdoor};
 use crate::srs::{QueryLens, Srs};
 use crate::srs_sink::{G1Query, QuerySink, QueryTaker};
 
-/// Random evaluations with variables missing from A (u = 0) and from B (v = 0).
-fn evaluations(n: usize, seed: u64) -> Evaluations {
+/// Random evaluations with variables missing from A (u = 0) and from B (v = 0); also the
+/// streamed loader's tests' parameters.
+pub(crate) fn evaluations(n: usize, seed: u64) -> Evaluations {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
     let mut e = Evaluations { u: Vec::new(), v: Vec::new(), w: Vec::new() };
     for i in 0..n {

@@ -4,27 +4,17 @@
 
 use std::path::{Path, PathBuf};
 
-use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective};
 use ff::Field;
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::load_chunked;
-use crate::setup::{assemble, CpuFixedBase, Evaluations, Trapdoor};
+use crate::setup::tests::evaluations;
+use crate::setup::{assemble, CpuFixedBase, Trapdoor};
 use crate::srs::{write_params, Srs, SrsError, SubgroupCheck};
 use crate::srs_sink::{Collect, QuerySink, QueryTaker};
-
-fn evaluations(n: usize, seed: u64) -> Evaluations {
-    let mut r = ChaCha8Rng::seed_from_u64(seed);
-    let mut e = Evaluations { u: Vec::new(), v: Vec::new(), w: Vec::new() };
-    for i in 0..n {
-        e.u.push(if i % 3 == 1 { Fr::ZERO } else { Fr::random(&mut r) });
-        e.v.push(if i % 4 == 2 { Fr::ZERO } else { Fr::random(&mut r) });
-        e.w.push(Fr::random(&mut r));
-    }
-    e
-}
 
 /// Small generated parameters: h 127, l 90, a 63, b 70 points.
 fn params() -> Srs {
