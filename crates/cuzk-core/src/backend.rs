@@ -91,6 +91,7 @@ fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
         },
         device_matvec: g.device_matvec,
         keep_host_params: g.keep_host_params,
+        stage_queries: None,
     };
     let prover = cuzk_cuda::CudaProver::new(options).map_err(|e| EngineError::Internal(format!("CUDA backend: {e}")))?;
     Ok(Arc::new(prover))

@@ -50,8 +50,10 @@ struct Budget {
     memory: Arc<MemoryBudget>,
     forget: Box<dyn Fn(&Srs) + Send + Sync>,
     /// Sees every load before any job: the backend may take the points onto its devices and
-    /// release the host copy (then only the verifying key stays counted).
-    adopt: Box<dyn Fn(&mut Srs) + Send + Sync>,
+    /// release the host copy (then only the verifying key stays counted). Returns the host
+    /// bytes the backend keeps for them besides (staged queries), which the load keeps
+    /// reserved.
+    adopt: Box<dyn Fn(&mut Srs) -> u64 + Send + Sync>,
     /// Offered the queries of a generated setup while they are made, and of a `.params` file
     /// while it is read (`cuzk_groth16::srs_sink`, `srs_stream`): a backend that accepts
     /// takes every point then, and the host never holds the whole key.
@@ -155,7 +157,7 @@ impl SrsCache {
         &self,
         memory: Arc<MemoryBudget>,
         forget: impl Fn(&Srs) + Send + Sync + 'static,
-        adopt: impl Fn(&mut Srs) + Send + Sync + 'static,
+        adopt: impl Fn(&mut Srs) -> u64 + Send + Sync + 'static,
         sink: Arc<dyn QuerySink>,
     ) {
         let _ = self.budget.set(Budget { memory, forget: Box::new(forget), adopt: Box::new(adopt), sink });
@@ -432,11 +434,12 @@ impl SrsCache {
     }
 
     fn loaded(&self, circuit: CircuitId, mut srs: Srs, start: Instant, mut memory: Option<Reservation>) -> LoadedSrs {
-        if let Some(b) = self.budget.get() {
-            (b.adopt)(&mut srs);
-        }
+        let backend_bytes = self.budget.get().map_or(0, |b| (b.adopt)(&mut srs));
         let pvk = PreparedVerifyingKey::new(&srs.vk);
-        let bytes = srs.resident_bytes();
+        let bytes = srs.resident_bytes() + backend_bytes;
+        if backend_bytes > 0 {
+            tracing::info!(%circuit, gib = backend_bytes as f64 / (1u64 << 30) as f64, "host memory the prover keeps for these parameters (staged queries), counted with them");
+        }
         // The reservation covered the load's peak; from now on it holds what stays.
         if let Some(m) = memory.as_mut() {
             m.resize(bytes);
@@ -535,7 +538,7 @@ mod tests {
         let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip);
         cache.pinned.insert(wpost);
         let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
-        cache.attach_budget(memory.clone(), |_| {}, |_| {}, Arc::new(cuzk_groth16::srs_sink::Collect::default()));
+        cache.attach_budget(memory.clone(), |_| {}, |_| 0, Arc::new(cuzk_groth16::srs_sink::Collect::default()));
         resident(&cache, wpost, memory.try_reserve_resident(800).unwrap());
         let waited = AtomicU64::new(0);
         let e = cache

@@ -129,10 +129,11 @@ CUZK_FFI void cuzk_csr_free(csr_dev* m)
     delete m;
 }
 
-// d_abc (3·2^lg_n, device) ← [A·w | B·w | C·w], each zero-padded from rows to 2^lg_n.
+// d_a (2^lg_n, device) ← A·w and d_bc (2·2^lg_n) ← [B·w | C·w], each zero-padded from rows
+// to 2^lg_n: two buffers, so that b and c can be freed once the quotient is in a's place.
 // d_w = [inputs | aux] on the device. All three matrices must have the same row count.
 CUZK_FFI RustError cuzk_pce_eval(size_t index, const csr_dev* const mats[3], const fr_t* d_w,
-                                 uint32_t n_inputs, uint32_t lg_n, fr_t* d_abc, float* ms)
+                                 uint32_t n_inputs, uint32_t lg_n, fr_t* d_a, fr_t* d_bc, float* ms)
 {
     return guarded([&] {
         const gpu_t& gpu = gpu_at(index);
@@ -147,7 +148,7 @@ CUZK_FFI RustError cuzk_pce_eval(size_t index, const csr_dev* const mats[3], con
             go.wait(gpu[i]);
             const csr_dev* m = mats[i];
             stream_t& s = gpu[i];
-            fr_t* out = d_abc + i * n;
+            fr_t* out = i == 0 ? d_a : d_bc + (i - 1) * n;
             const unsigned threads = 256;
             if (m->wide)
                 csr_spmv<<<grid_for(s, m->rows, threads), threads, 0, s>>>(

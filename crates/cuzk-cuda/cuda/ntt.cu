@@ -57,13 +57,13 @@ CUZK_FFI RustError cuzk_ntt(size_t index, fr_t* inout, uint32_t lg_n, int order,
     });
 }
 
-// The quotient on device buffers d_abc = [a | b | c], each n = 2^lg_n long, a ← h (b and c
-// are clobbered). The caller has ordered the three flip-flop streams after whatever produced
-// the inputs.
-static void quotient_on_device(const gpu_t& gpu, fr_t* d_abc, uint32_t lg_n, const fr_t& z_inv)
+// The quotient on device vectors a, b, c, each n = 2^lg_n long, a ← h (b and c are
+// clobbered). The caller has ordered the three flip-flop streams after whatever produced the
+// inputs.
+static void quotient_on_device(const gpu_t& gpu, fr_t* d_a, fr_t* d_b, fr_t* d_c, uint32_t lg_n, const fr_t& z_inv)
 {
+    fr_t* v[3] = {d_a, d_b, d_c};
     const size_t n = (size_t)1 << lg_n;
-    fr_t* v[3] = {d_abc, d_abc + n, d_abc + 2 * n};
     // n = 1: every transform is the identity (and g^1 − 1 is Z on the coset), so only the
     // pointwise steps are left.
     if (lg_n > 0) {
@@ -121,7 +121,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
             event_t go(gpu);
             go.wait(gpu[i]);
         }
-        quotient_on_device(gpu, d_abc, lg_n, *z_inv);
+        quotient_on_device(gpu, d_abc, d_abc + n, d_abc + 2 * n, lg_n, *z_inv);
         t2.record(gpu);
         if (h_host != nullptr && n > 1)
             gpu.DtoH(h_host, d_abc, n - 1);
@@ -138,9 +138,9 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
     return r;
 }
 
-// The same on a, b, c already on the device (computed there by the PCE mat-vec): d_abc is
-// [a | b | c], 3·2^lg_n long; h replaces a. ms[0] = NTT ms.
-CUZK_FFI RustError cuzk_quotient_device(size_t index, fr_t* d_abc, uint32_t lg_n, const fr_t* z_inv, float* ms)
+// The same on a, b, c already on the device (computed there by the PCE mat-vec): d_a is a,
+// d_bc is [b | c], 2·2^lg_n long; h replaces a. ms[0] = NTT ms.
+CUZK_FFI RustError cuzk_quotient_device(size_t index, fr_t* d_a, fr_t* d_bc, uint32_t lg_n, const fr_t* z_inv, float* ms)
 {
     return guarded([&] {
         if (lg_n > MAX_LG_DOMAIN_SIZE)
@@ -152,7 +152,8 @@ CUZK_FFI RustError cuzk_quotient_device(size_t index, fr_t* d_abc, uint32_t lg_n
             event_t go(gpu);
             go.wait(gpu[i]);
         }
-        quotient_on_device(gpu, d_abc, lg_n, *z_inv);
+        const size_t n = (size_t)1 << lg_n;
+        quotient_on_device(gpu, d_a, d_bc, d_bc + n, lg_n, *z_inv);
         t1.record(gpu);
         gpu.sync();
         ms[0] = t1.ms_since(t0);

@@ -100,11 +100,42 @@ __global__ void g2_subgroup_kernel(const g2_raw_t* pts, size_t n, fp2_words_t c1
 template<class ctx_t>
 static void subgroup_range_check(const ctx_t* ctx, size_t offset, size_t n)
 {
-    if (ctx->d_points == nullptr)
-        throw std::invalid_argument("only resident points can be checked on the device");
+    if (ctx->d_points == nullptr && ctx->host_owned == nullptr)
+        throw std::invalid_argument("only resident or staged points can be checked on the device");
     if (offset > ctx->npoints || n > ctx->npoints - offset)
         throw std::invalid_argument("subgroup check beyond the context's points");
 }
+
+// Points [offset, offset + n) of a context on its device: resident ones where they are, a
+// staged context's copied up for the check (a loader's chunk, ~100-200 MB) and freed with this.
+template<class raw_t>
+struct points_on_device_t {
+    const raw_t* ptr = nullptr;
+    void* tmp = nullptr;
+    template<class ctx_t>
+    points_on_device_t(const gpu_t& gpu, const ctx_t* ctx, size_t offset, size_t n)
+    {
+        if (ctx->d_points != nullptr) {
+            ptr = (const raw_t*)ctx->d_points + offset;
+            return;
+        }
+        CUDA_OK(cudaMalloc(&tmp, (n ? n : 1) * sizeof(raw_t)));
+        ptr = (const raw_t*)tmp;
+        if (n > 0) {
+            cudaError_t e = cudaMemcpyAsync(tmp, (const raw_t*)ctx->host_owned + offset, n * sizeof(raw_t), cudaMemcpyHostToDevice, gpu);
+            if (e == cudaSuccess)
+                e = cudaStreamSynchronize(gpu);
+            if (e != cudaSuccess) {
+                (void)cudaFree(tmp);
+                tmp = nullptr;
+                CUDA_OK(e);
+            }
+        }
+    }
+    ~points_on_device_t() { if (tmp) (void)cudaFree(tmp); }
+    points_on_device_t(const points_on_device_t&) = delete;
+    points_on_device_t& operator=(const points_on_device_t&) = delete;
+};
 
 // Launch `launch(d_first_bad)` on the device's first stream and return its verdict.
 template<class F>
@@ -142,7 +173,8 @@ CUZK_FFI RustError cuzk_msm_g1_first_outside_subgroup(const msm_g1_ctx* ctx, siz
         *first_bad = SIZE_MAX;
         if (n == 0)
             return;
-        const g1_raw_t* pts = (const g1_raw_t*)ctx->d_points + offset;
+        points_on_device_t<g1_raw_t> on(gpu, ctx, offset, n);
+        const g1_raw_t* pts = on.ptr;
         *first_bad = subgroup_run(gpu, [&](unsigned long long* d_bad) {
             const unsigned threads = 128;
             g1_subgroup_kernel<<<(unsigned)((n + threads - 1) / threads), threads, 0, gpu>>>(pts, n, b, k_lo, k_hi, (int)bits, d_bad);
@@ -165,7 +197,8 @@ CUZK_FFI RustError cuzk_msm_g2_first_outside_subgroup(const msm_g2_ctx* ctx, siz
         *first_bad = SIZE_MAX;
         if (n == 0)
             return;
-        const g2_raw_t* pts = (const g2_raw_t*)ctx->d_points + offset;
+        points_on_device_t<g2_raw_t> on(gpu, ctx, offset, n);
+        const g2_raw_t* pts = on.ptr;
         *first_bad = subgroup_run(gpu, [&](unsigned long long* d_bad) {
             const unsigned threads = 128;   // 64 points a block
             g2_subgroup_kernel<<<(unsigned)((2 * n + threads - 1) / threads), threads, 0, gpu>>>(pts, n, a, b, k, (int)bits, d_bad);

@@ -22,6 +22,9 @@
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
+//! * [`placement`] — which queries of an SRS stay resident on a device and which are staged
+//!   from host memory per proof, when the device cannot hold them all and still prove (pure
+//!   logic, built without CUDA too);
 //! * [`subgroup`] — the subgroup test the device runs on parameter points, its constants
 //!   and the same test on the CPU (pure logic, built without CUDA too);
 //! * [`device_lock`] — the device-exclusive region's lock, where deadline work goes first
@@ -30,6 +33,7 @@
 pub mod arch;
 pub mod device_lock;
 pub mod health;
+pub mod placement;
 pub mod subgroup;
 
 #[cfg(feature = "cuda")]

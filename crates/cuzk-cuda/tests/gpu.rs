@@ -21,6 +21,9 @@ use group::{Curve, Group};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+#[path = "gpu/staged.rs"]
+mod staged;
+
 const DEV: usize = 0;
 
 fn rng(seed: u64) -> ChaCha8Rng {

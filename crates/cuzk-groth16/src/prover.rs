@@ -130,6 +130,13 @@ pub trait ProverBackend: Send + Sync {
     /// ([`Srs::release_points`]); the host then keeps only the verifying key and the lengths.
     fn adopt_srs(&self, _srs: &mut Srs) {}
 
+    /// Host bytes the backend keeps for these parameters beside the [`Srs`] itself: queries
+    /// it stages from host memory of its own (the CUDA backend, on a device that cannot hold
+    /// every point). The engine's budget counts them with the parameters.
+    fn host_bytes(&self, _srs: &Srs) -> u64 {
+        0
+    }
+
     /// Offered before a generated setup computes any point (see [`crate::srs_sink`]): a
     /// backend that will hold every point on every device it proves on may take them chunk by
     /// chunk as they are made, so that the host never holds the whole key. `None` (the

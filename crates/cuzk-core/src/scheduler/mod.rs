@@ -550,7 +550,10 @@ fn attach(srs: Arc<SrsCache>, memory: &Arc<MemoryBudget>, backend: &Arc<dyn Prov
     let sink = Arc::new(BackendQueries(backend.clone()));
     let backend = backend.clone();
     let adopter = backend.clone();
-    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s), move |s| adopter.adopt_srs(s), sink);
+    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s), move |s| {
+        adopter.adopt_srs(s);
+        adopter.host_bytes(s)
+    }, sink);
     srs
 }
 

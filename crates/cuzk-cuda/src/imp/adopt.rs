@@ -13,9 +13,12 @@
 //! (`cuzk_groth16::srs_stream`): ~100× the CPU's rate, which made a first start on a ceremony
 //! file take tens of minutes.
 //!
-//! Both are all or nothing: every device gets the parameters resident, with contexts that
-//! never read host points, or none keeps them and the host copy stays (a failure while
-//! taking fails the load instead, since the chunks given are gone from the host).
+//! Both are all or nothing: every device gets the parameters, with contexts that never read
+//! the loader's host points, or none keeps them and the host copy stays (a failure while
+//! taking fails the load instead, since the chunks given are gone from the host). On a
+//! device that cannot hold every query beside what it already has and still prove, the
+//! queries `crate::placement` picks are *staged*: the contexts keep them in host memory of
+//! their own and copy them up per proof (an operator's WindowPoSt B in G2 beside PoRep).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,10 +28,12 @@ use blstrs::{G1Affine, G2Affine};
 use cuzk_groth16::srs_sink::{G1Query, QueryTaker};
 use cuzk_groth16::{QueryLens, Srs};
 
+use super::device;
 use super::error::CudaError;
 use super::prover::{CudaProver, Gpu, Residency};
+use super::resident::{has_small_query, SrsKey, SrsOnDevice};
+use crate::placement::{self, Room, Staged};
 use crate::subgroup::SubgroupConstants;
-use super::resident::{has_small_query, proof_working_bytes, resident_size, SrsKey, SrsOnDevice};
 
 impl CudaProver {
     /// Whether the options let parameters live on the devices alone: resident allowed, B in
@@ -37,39 +42,50 @@ impl CudaProver {
         !self.options.keep_host_params && self.options.residency != Residency::Never && self.b_g2_on_gpu()
     }
 
-    /// Put `srs` resident on every device now, with contexts that never read the host copy,
-    /// and say whether that worked everywhere (then the caller may release the host copy).
-    /// Anything short of that leaves the devices as they were.
+    /// Put `srs` on every device now (resident, or partly staged from host memory of the
+    /// contexts' own), with contexts that never read the host copy, and say whether that
+    /// worked everywhere (then the caller may release the host copy). Anything short of that
+    /// leaves the devices as they were.
     pub(super) fn take_onto_devices(&self, srs: &Srs) -> Result<bool, CudaError> {
-        let q = srs.query_lens();
-        if has_small_query(&q) {
+        let key = SrsKey::of(srs);
+        // Built by a proof already, with host reads allowed: not safe to release.
+        if self.gpus.iter().any(|g| g.srs.lock().iter().any(|s| s.key == key)) {
             return Ok(false);
         }
-        let resident = resident_size(&q, self.b_g2_on_gpu());
-        let working = proof_working_bytes(&q, srs.vk.ic.len());
-        let key = SrsKey::of(srs);
-        let mut built = Vec::with_capacity(self.gpus.len());
-        for gpu in &self.gpus {
-            let _device = gpu.lock.lock();
-            if gpu.srs.lock().iter().any(|s| s.key == key) {
-                // Built by a proof already, with host reads allowed: not safe to release.
-                return Ok(false);
+        let Some(taker) = self.begin_taking(&srs.path, srs.id, &srs.query_lens())? else { return Ok(false) };
+        let mut taker = Box::new(taker);
+        let mut feed = || -> Result<(), String> {
+            for (query, points) in [(G1Query::H, &srs.h), (G1Query::L, &srs.l), (G1Query::A, &srs.a), (G1Query::BG1, &srs.b_g1)] {
+                if !points.is_empty() {
+                    taker.take_g1(query, 0, points)?;
+                }
             }
-            if !self.fits_resident(gpu, resident, working)? {
-                tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), "parameters do not fit resident; the host copy stays");
-                return Ok(false);
+            if !srs.b_g2.is_empty() {
+                taker.take_b_g2(0, &srs.b_g2)?;
             }
-            let started = Instant::now();
-            // SAFETY: resident contexts with keep_host false never read `srs` after this call.
-            let on = Arc::new(unsafe { SrsOnDevice::build(gpu.info.index, srs, true, self.b_g2_on_gpu(), false)? });
-            tracing::info!(device = gpu.info.ordinal, srs = %srs.path.display(), gib = on.bytes() as f64 / (1u64 << 30) as f64,
-                ms = started.elapsed().as_millis() as u64, "parameters set up on device (resident, host copy to be released)");
-            built.push(on);
-        }
-        for (gpu, on) in self.gpus.iter().zip(built) {
-            gpu.srs.lock().push(on);
-        }
+            Ok(())
+        };
+        feed().map_err(CudaError::new)?;
+        taker.finish().map_err(CudaError::new)?;
         Ok(true)
+    }
+
+    /// Where the queries of lengths `lens` go on `gpu`: everything resident, some staged, or
+    /// nowhere (None). Called with the device's lock held, so no proof's buffers are in the
+    /// free memory it reads.
+    pub(super) fn placement(&self, gpu: &Gpu, lens: &QueryLens, inputs: usize) -> Result<Option<Staged>, CudaError> {
+        if let Some(forced) = self.options.stage_queries {
+            return Ok(Some(forced));
+        }
+        Ok(match self.options.residency {
+            Residency::Always => Some(Staged::NONE),
+            Residency::Never => None,
+            Residency::Auto => {
+                let (free, total) = device::memory(gpu.info.index)?;
+                let others_peak = gpu.srs.lock().iter().map(|s| s.peak_bytes).max().unwrap_or(0);
+                placement::choose(lens, inputs, self.b_g2_on_gpu(), Room { free, total, others_peak })
+            }
+        })
     }
 
     /// Room for parameters of lengths `lens` (loaded from `path` as load `id`) on every
@@ -80,21 +96,26 @@ impl CudaProver {
             return Ok(None);
         }
         let with_b_g2 = self.b_g2_on_gpu();
-        let resident = resident_size(lens, with_b_g2);
-        // The public inputs are not known yet; a few hundred of them are far below the
-        // fit check's 1 GiB of slack.
-        let working = proof_working_bytes(lens, 0);
+        // The public inputs are not known yet; a few thousand of them are far below the fit
+        // check's slack.
+        let inputs = 0;
         let key = SrsKey::new(path, id);
         let mut on = Vec::with_capacity(self.gpus.len());
         for gpu in &self.gpus {
             let _device = gpu.lock.lock();
-            if !self.fits_resident(gpu, resident, working)? {
-                tracing::info!(device = gpu.info.ordinal, srs = %path.display(), "parameters will not fit resident; they are made on the host");
+            let Some(staged) = self.placement(gpu, lens, inputs)? else {
+                tracing::info!(device = gpu.info.ordinal, srs = %path.display(), "parameters will not fit on the device, not even staged; they are made on the host");
                 return Ok(None);
+            };
+            if !staged.is_empty() {
+                tracing::info!(device = gpu.info.ordinal, srs = %path.display(), staged = %staged.describe(),
+                    host_gib = staged.host_bytes(lens) as f64 / (1u64 << 30) as f64,
+                    "not every query fits resident beside what the device holds: these are staged from host memory for each proof, the rest resident");
             }
-            on.push(SrsOnDevice::unfilled(gpu.info.index, key.clone(), lens, with_b_g2)?);
+            let peak = placement::proof_peak_bytes(lens, inputs, staged);
+            on.push(SrsOnDevice::unfilled(gpu.info.index, key.clone(), lens, with_b_g2, staged, peak)?);
         }
-        tracing::info!(srs = %path.display(), devices = on.len(), gib = resident as f64 / (1u64 << 30) as f64,
+        tracing::info!(srs = %path.display(), devices = on.len(), gib = on.first().map_or(0, |o| placement::resident_bytes(lens, with_b_g2, o.staged)) as f64 / (1u64 << 30) as f64,
             "device memory reserved for the parameters; they go to the devices as they are made");
         // Derived and checked on the generators once per load (microseconds); a failure would
         // be a bug in the derivation, and the loader then checks on the CPU.
@@ -228,8 +249,9 @@ impl QueryTaker for DeviceTaker<'_> {
         }
         let DeviceTaker { gpus, on, started, .. } = *self;
         for (gpu, on) in gpus.iter().zip(on) {
-            tracing::info!(device = gpu.info.ordinal, gib = on.bytes() as f64 / (1u64 << 30) as f64, secs = started.elapsed().as_secs_f64(),
-                "parameters set up on device (resident, taken while they were made; no host copy)");
+            tracing::info!(device = gpu.info.ordinal, gib = on.bytes() as f64 / (1u64 << 30) as f64, staged = %on.staged.describe(),
+                staged_host_gib = on.host_bytes() as f64 / (1u64 << 30) as f64, secs = started.elapsed().as_secs_f64(),
+                "parameters set up on device (resident, or staged from host memory of the prover's; no host copy of the loader's)");
             gpu.srs.lock().push(Arc::new(on));
         }
         Ok(())

@@ -60,17 +60,21 @@ extern "C" {
         h_host: *mut Fr,
         ms: *mut f32,
     ) -> Error;
-    pub fn cuzk_quotient_device(index: usize, d_abc: *mut Fr, lg_n: u32, z_inv: *const Fr, ms: *mut f32) -> Error;
+    pub fn cuzk_quotient_device(index: usize, d_a: *mut Fr, d_bc: *mut Fr, lg_n: u32, z_inv: *const Fr, ms: *mut f32) -> Error;
 
     pub fn cuzk_msm_g1_create(index: usize, points: *const blst_p1_affine, n: usize, resident: bool, out: *mut *mut MsmG1Ctx) -> Error;
     pub fn cuzk_msm_g1_run(ctx: *mut MsmG1Ctx, scalars: *const Fr, n: usize, on_device: bool, how: u32, pause: Option<PauseFn>, pause_arg: *mut c_void, out: *mut blst_p1, ms: *mut f32, dense: *mut usize) -> Error;
+    pub fn cuzk_msm_g1_create_staged(index: usize, n: usize, out: *mut *mut MsmG1Ctx, pinned: *mut bool) -> Error;
     pub fn cuzk_msm_g1_fill(ctx: *mut MsmG1Ctx, offset: usize, points: *const blst_p1_affine, n: usize) -> Error;
     pub fn cuzk_msm_g1_set_chunk(ctx: *mut MsmG1Ctx, points: usize);
+    pub fn cuzk_msm_g1_set_stage_chunk(ctx: *mut MsmG1Ctx, points: usize);
     pub fn cuzk_msm_g1_destroy(ctx: *mut MsmG1Ctx);
     pub fn cuzk_msm_g2_create(index: usize, points: *const blst_p2_affine, n: usize, resident: bool, out: *mut *mut MsmG2Ctx) -> Error;
     pub fn cuzk_msm_g2_run(ctx: *mut MsmG2Ctx, scalars: *const Fr, n: usize, on_device: bool, how: u32, pause: Option<PauseFn>, pause_arg: *mut c_void, out: *mut blst_p2, ms: *mut f32, dense: *mut usize) -> Error;
+    pub fn cuzk_msm_g2_create_staged(index: usize, n: usize, out: *mut *mut MsmG2Ctx, pinned: *mut bool) -> Error;
     pub fn cuzk_msm_g2_fill(ctx: *mut MsmG2Ctx, offset: usize, points: *const blst_p2_affine, n: usize) -> Error;
     pub fn cuzk_msm_g2_set_chunk(ctx: *mut MsmG2Ctx, points: usize);
+    pub fn cuzk_msm_g2_set_stage_chunk(ctx: *mut MsmG2Ctx, points: usize);
     pub fn cuzk_msm_g2_destroy(ctx: *mut MsmG2Ctx);
     pub fn cuzk_msm_g1_first_outside_subgroup(ctx: *const MsmG1Ctx, offset: usize, n: usize, beta: *const u64, k_lo: u64, k_hi: u64, bits: u32, first_bad: *mut usize) -> Error;
     pub fn cuzk_msm_g2_first_outside_subgroup(ctx: *const MsmG2Ctx, offset: usize, n: usize, c1: *const u64, c2: *const u64, k: u64, bits: u32, first_bad: *mut usize) -> Error;
@@ -88,7 +92,7 @@ extern "C" {
         out: *mut *mut CsrDev,
     ) -> Error;
     pub fn cuzk_csr_free(m: *mut CsrDev);
-    pub fn cuzk_pce_eval(index: usize, mats: *const *const CsrDev, d_w: *const Fr, n_inputs: u32, lg_n: u32, d_abc: *mut Fr, ms: *mut f32) -> Error;
+    pub fn cuzk_pce_eval(index: usize, mats: *const *const CsrDev, d_w: *const Fr, n_inputs: u32, lg_n: u32, d_a: *mut Fr, d_bc: *mut Fr, ms: *mut f32) -> Error;
     pub fn cuzk_expand_compact(
         index: usize,
         d_out: *mut Fr,

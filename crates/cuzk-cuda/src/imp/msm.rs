@@ -23,6 +23,11 @@
 //! (`cuda/msm_chunked.cuh`: streaming points, host scalars), so that deadline work need not
 //! wait for the whole of a 2^27-point H or a WindowPoSt's B_G2.
 //!
+//! A *staged* context keeps its points in host memory of its own (page-locked when the driver
+//! grants it) and copies them to the device for each run that can use the fast paths, into a
+//! buffer freed after the run: for a query that runs rarely (a WindowPoSt's B in G2) on a
+//! device that cannot hold every circuit's points at once. See `cuda/msm.cu`.
+//!
 //! Safety contract: the host points must outlive the context and must not move. The prover
 //! guarantees it by keeping the contexts of one SRS inside an entry that is dropped (by
 //! `forget_srs`) before the SRS itself.
@@ -101,12 +106,16 @@ impl Scalars<'_> {
 }
 
 macro_rules! msm_context {
-    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $fill:ident, $run:ident, $chunk:ident, $destroy:ident, $cpu:ident) => {
+    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $create_staged:ident, $fill:ident, $run:ident, $chunk:ident, $stage_chunk:ident, $destroy:ident, $cpu:ident) => {
         pub struct $name {
             ctx: *mut $ctx,
             host: *const $affine,
             len: usize,
             resident: bool,
+            /// Staged: the points in host memory the context owns (see the module doc).
+            staged: bool,
+            /// Staged in page-locked host memory (else ordinary memory, copied more slowly).
+            pinned: bool,
         }
 
         // SAFETY: the context is only used through the glue, one thread at a time per device
@@ -123,7 +132,7 @@ macro_rules! msm_context {
             pub unsafe fn new(index: usize, points: &[$affine], resident: bool) -> Result<Self, CudaError> {
                 let mut ctx = std::ptr::null_mut();
                 check(ffi::$create(index, points.as_ptr().cast::<$raw_affine>(), points.len(), resident, &mut ctx))?;
-                Ok($name { ctx, host: points.as_ptr(), len: points.len(), resident })
+                Ok($name { ctx, host: points.as_ptr(), len: points.len(), resident, staged: false, pinned: false })
             }
 
             /// A resident context of `len` points on device `index` whose device memory is
@@ -133,12 +142,26 @@ macro_rules! msm_context {
             pub fn new_unfilled(index: usize, len: usize) -> Result<Self, CudaError> {
                 let mut ctx = std::ptr::null_mut();
                 check(unsafe { ffi::$create(index, std::ptr::null(), len, true, &mut ctx) })?;
-                Ok($name { ctx, host: std::ptr::null(), len, resident: true })
+                Ok($name { ctx, host: std::ptr::null(), len, resident: true, staged: false, pinned: false })
             }
 
-            /// Points `offset..offset + points.len()` of a resident context, copied now.
+            /// A staged context of `len` points for device `index`: host memory of its own,
+            /// allocated now and written by [`Self::fill`] (every point before the first MSM),
+            /// copied to the device for each run. It never reads the caller's points.
+            pub fn new_staged(index: usize, len: usize) -> Result<Self, CudaError> {
+                let mut ctx = std::ptr::null_mut();
+                let mut pinned = false;
+                check(unsafe { ffi::$create_staged(index, len, &mut ctx, &mut pinned) })?;
+                if !pinned {
+                    tracing::warn!(device = index, points = len, "could not page-lock host memory for staged parameters; each copy to the device will be slower");
+                }
+                Ok($name { ctx, host: std::ptr::null(), len, resident: false, staged: true, pinned })
+            }
+
+            /// Points `offset..offset + points.len()` of a resident context (copied to the
+            /// device now) or a staged one (into its host memory).
             pub fn fill(&mut self, offset: usize, points: &[$affine]) -> Result<(), CudaError> {
-                assert!(self.resident, "only a resident context holds points to fill");
+                assert!(self.resident || self.staged, "only a resident or staged context holds points to fill");
                 check(unsafe { ffi::$fill(self.ctx, offset, points.as_ptr().cast::<$raw_affine>(), points.len()) })
             }
 
@@ -212,6 +235,13 @@ macro_rules! msm_context {
                 unsafe { ffi::$chunk(self.ctx, points) }
             }
 
+            /// How many points a staged run copies up and sums at a time (default: 3.5 GiB of
+            /// points, `cuda/msm.cu`). Tests set it small to run small MSMs in several chunks.
+            pub fn set_stage_chunk(&mut self, points: usize) {
+                assert!(self.staged, "only a staged context runs in chunks of copied points");
+                unsafe { ffi::$stage_chunk(self.ctx, points) }
+            }
+
             /// Never read the host points again (resident contexts only): small MSMs run on
             /// the device too, and the host copy may be freed.
             pub fn forget_host(&mut self) {
@@ -231,10 +261,34 @@ macro_rules! msm_context {
                 self.resident
             }
 
+            pub fn staged(&self) -> bool {
+                self.staged
+            }
+
+            /// Whether a staged context's host memory is page-locked.
+            pub fn pinned(&self) -> bool {
+                self.pinned
+            }
+
+            /// Bytes of the points themselves.
+            pub fn points_bytes(&self) -> u64 {
+                (self.len * std::mem::size_of::<$affine>()) as u64
+            }
+
             /// Device bytes the points occupy when resident.
             pub fn resident_bytes(&self) -> u64 {
                 if self.resident {
-                    (self.len * std::mem::size_of::<$affine>()) as u64
+                    self.points_bytes()
+                } else {
+                    0
+                }
+            }
+
+            /// Host bytes a staged context owns (0 otherwise: other contexts' host points
+            /// belong to the caller).
+            pub fn host_bytes(&self) -> u64 {
+                if self.staged {
+                    self.points_bytes()
                 } else {
                     0
                 }
@@ -249,14 +303,14 @@ macro_rules! msm_context {
     };
 }
 
-msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_set_chunk, cuzk_msm_g1_destroy, msm_g1);
-msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_set_chunk, cuzk_msm_g2_destroy, msm_g2);
+msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_create_staged, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_set_chunk, cuzk_msm_g1_set_stage_chunk, cuzk_msm_g1_destroy, msm_g1);
+msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_create_staged, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_set_chunk, cuzk_msm_g2_set_stage_chunk, cuzk_msm_g2_destroy, msm_g2);
 
 impl MsmG1 {
     /// The index (in the context) of the first of resident points `[offset, offset + n)`
     /// outside G1, checked on the device (`cuda/subgroup.cuh`); None when all are inside.
     pub fn first_outside_subgroup(&self, offset: usize, n: usize, c: &SubgroupConstants) -> Result<Option<usize>, CudaError> {
-        assert!(self.resident, "only resident points are checked on the device");
+        assert!(self.resident || self.staged, "only resident or staged points are checked on the device");
         let mut bad = usize::MAX;
         let (lo, hi) = (c.g1_scalar as u64, (c.g1_scalar >> 64) as u64);
         check(unsafe { ffi::cuzk_msm_g1_first_outside_subgroup(self.ctx, offset, n, c.beta.as_ptr(), lo, hi, c.g1_bits, &mut bad) })?;
@@ -267,7 +321,7 @@ impl MsmG1 {
 impl MsmG2 {
     /// The same in G2.
     pub fn first_outside_subgroup(&self, offset: usize, n: usize, c: &SubgroupConstants) -> Result<Option<usize>, CudaError> {
-        assert!(self.resident, "only resident points are checked on the device");
+        assert!(self.resident || self.staged, "only resident or staged points are checked on the device");
         let mut bad = usize::MAX;
         check(unsafe { ffi::cuzk_msm_g2_first_outside_subgroup(self.ctx, offset, n, c.psi_x.as_ptr(), c.psi_y.as_ptr(), c.g2_scalar, c.g2_bits, &mut bad) })?;
         Ok((bad != usize::MAX).then_some(offset + bad))

@@ -71,12 +71,33 @@ pub fn quotient_to_host(index: usize, domain: &Domain, a: &[Fr], b: &[Fr], c: &[
     Ok(h)
 }
 
-/// The quotient over a, b, c already on the device: `abc` is [a | b | c], 3n long; on return
-/// its first n elements are h. Returns the NTT time in ms.
-pub fn quotient_on_device(domain: &Domain, abc: &DeviceBuffer<Fr>) -> Result<f32, CudaError> {
-    assert!(abc.len() >= 3 * domain.n, "quotient: device buffer too small");
+/// The quotient over a, b, c already on the device, as the PCE mat-vec leaves them: on return
+/// `abc.a`'s first n elements are h, and `abc.bc` may be freed. Returns the NTT time in ms.
+pub fn quotient_on_device(domain: &Domain, abc: &Abc) -> Result<f32, CudaError> {
+    assert!(abc.a.len() >= domain.n && abc.bc.len() >= 2 * domain.n, "quotient: device buffers too small");
     let z_inv = domain.vanishing_on_coset_inv();
     let mut ms = 0f32;
-    check(unsafe { ffi::cuzk_quotient_device(abc.device_index(), abc.as_mut_ptr(), domain.log_n, &z_inv, &mut ms) })?;
+    check(unsafe { ffi::cuzk_quotient_device(abc.a.device_index(), abc.a.as_mut_ptr(), abc.bc.as_mut_ptr(), domain.log_n, &z_inv, &mut ms) })?;
     Ok(ms)
+}
+
+/// a, b and c of one partition on a device, each n long: a alone, b and c together, so that
+/// b and c can be freed once the quotient has replaced a by h (8 GiB at 32 GiB, which the H
+/// MSM's wide windows then have).
+pub struct Abc {
+    pub a: DeviceBuffer<Fr>,
+    pub bc: DeviceBuffer<Fr>,
+}
+
+impl Abc {
+    pub fn alloc(index: usize, n: usize) -> Result<Self, CudaError> {
+        Ok(Abc { a: DeviceBuffer::alloc(index, n)?, bc: DeviceBuffer::alloc(index, 2 * n)? })
+    }
+
+    /// [a | b | c] on the host (tests and benchmarks).
+    pub fn to_vec(&self) -> Result<Vec<Fr>, CudaError> {
+        let mut v = self.a.to_vec()?;
+        v.extend(self.bc.to_vec()?);
+        Ok(v)
+    }
 }

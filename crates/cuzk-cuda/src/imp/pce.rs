@@ -14,6 +14,7 @@ use cuzk_pce::matrix::RowPtrView;
 use cuzk_pce::{Csr, PreCompiled};
 
 use super::buffer::DeviceBuffer;
+use super::ntt::Abc;
 use super::error::{check, CudaError};
 use super::ffi;
 
@@ -96,15 +97,17 @@ impl DevicePce {
         (self.a_query.len(), self.b_query.len())
     }
 
-    /// [a | b | c] on the device (3n, zero-padded) from the witness [inputs | aux] there.
-    /// Returns the buffer and the kernel time in ms.
-    pub fn eval(&self, domain: &Domain, witness: &DeviceBuffer<Fr>) -> Result<(DeviceBuffer<Fr>, f32), CudaError> {
+    /// a, b, c on the device (each n, zero-padded) from the witness [inputs | aux] there.
+    /// Returns them and the kernel time in ms.
+    pub fn eval(&self, domain: &Domain, witness: &DeviceBuffer<Fr>) -> Result<(Abc, f32), CudaError> {
         assert_eq!(witness.len(), self.num_inputs + self.num_aux, "witness length");
         assert!(self.num_constraints <= domain.n, "domain smaller than the constraint count");
-        let abc = DeviceBuffer::<Fr>::alloc(self.index, 3 * domain.n)?;
+        let abc = Abc::alloc(self.index, domain.n)?;
         let mats = [self.mats[0].0 as *const _, self.mats[1].0 as *const _, self.mats[2].0 as *const _];
         let mut ms = 0f32;
-        check(unsafe { ffi::cuzk_pce_eval(self.index, mats.as_ptr(), witness.as_ptr(), self.num_inputs as u32, domain.log_n, abc.as_mut_ptr(), &mut ms) })?;
+        check(unsafe {
+            ffi::cuzk_pce_eval(self.index, mats.as_ptr(), witness.as_ptr(), self.num_inputs as u32, domain.log_n, abc.a.as_mut_ptr(), abc.bc.as_mut_ptr(), &mut ms)
+        })?;
         Ok((abc, ms))
     }
 

@@ -79,9 +79,13 @@ pub(crate) fn witness(index: usize, dev: &SrsOnDevice, dpce: &DevicePce, shape: 
     boundary();
     t.ntt = ms(ntt::quotient_on_device(&shape.domain, &abc)?);
     tracing::debug!("quotient done; MSMs");
+    // h is in a's place; b and c are done with, and their 2n elements go to the H MSM's
+    // temporaries (and to deadline work that takes the device at the boundary).
+    let ntt::Abc { a: h_buf, bc } = abc;
+    drop(bc);
     boundary();
-    let h = run_g1(&dev.h, Scalars::Device { buffer: &abc, offset: 0, len: n - 1 }, &mut t.msm_h, boundary)?;
-    drop(abc);
+    let h = run_g1(&dev.h, Scalars::Device { buffer: &h_buf, offset: 0, len: n - 1 }, &mut t.msm_h, boundary)?;
+    drop(h_buf);
     boundary();
     // L, A and B take witness values: mostly 0/1, so their MSMs are split (see msm.rs).
     let l = witness_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, "L", &mut t.msm_l, boundary)?;

@@ -37,7 +37,8 @@ use crate::health::DeviceHealth;
 use super::error::CudaError;
 use super::pce::DevicePce;
 use super::phases::{self, HostInputs};
-use super::resident::{resident_size, PinnedSrs, SrsKey, SrsOnDevice};
+use super::resident::{PinnedSrs, SrsKey, SrsOnDevice};
+use crate::placement::{Query, Staged};
 use super::witness::WitnessRef;
 
 /// Whether the SRS points live on each device or stream from host memory per proof.
@@ -70,11 +71,14 @@ pub struct CudaOptions {
     /// Keep the host copy of parameters every device holds resident (see
     /// [`ProverBackend::adopt_srs`]); false frees it.
     pub keep_host_params: bool,
+    /// Tests and benchmarks: stage these queries of every SRS the devices take, whatever the
+    /// room (`crate::placement` chooses otherwise). Not in the configuration.
+    pub stage_queries: Option<Staged>,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { devices: vec![], workers_per_device: 2, residency: Residency::Auto, b_g2: B2Placement::Gpu, device_matvec: true, keep_host_params: false }
+        CudaOptions { devices: vec![], workers_per_device: 2, residency: Residency::Auto, b_g2: B2Placement::Gpu, device_matvec: true, keep_host_params: false, stage_queries: None }
     }
 }
 
@@ -256,7 +260,9 @@ impl CudaProver {
             // adopt_srs put them on every device before releasing them; only a bug gets here.
             return Err(CudaError::new(format!("{}: host copy released but the points are not on this device", srs.path.display())));
         }
-        let resident = self.fits_resident(gpu, resident_size(&srs.query_lens(), self.b_g2_on_gpu()), working_bytes)?;
+        let q = srs.query_lens();
+        let points: u64 = Query::ALL.iter().filter(|&&x| self.b_g2_on_gpu() || x != Query::BG2).map(|x| x.bytes(&q)).sum();
+        let resident = self.fits_resident(gpu, points, working_bytes)?;
         if !resident {
             let mut pinned = self.pinned.lock();
             if !pinned.iter().any(|p| p.key == key) {
@@ -563,6 +569,11 @@ impl ProverBackend for CudaProver {
                 }
             })
             .collect()
+    }
+
+    fn host_bytes(&self, srs: &Srs) -> u64 {
+        let key = SrsKey::of(srs);
+        self.gpus.iter().map(|g| g.srs.lock().iter().filter(|s| s.key == key).map(|s| s.host_bytes()).sum::<u64>()).sum()
     }
 
     fn usable(&self) -> bool {

@@ -1,5 +1,7 @@
-//! One SRS on one device: the MSM contexts of its five queries, resident or streaming, and
-//! the page-locking of host parameters that streaming contexts read every proof.
+//! One SRS on one device: the MSM contexts of its five queries — resident, staged from host
+//! memory of their own (`crate::placement` chooses which), or streaming from the caller's
+//! host copy — and the page-locking of host parameters that streaming contexts read every
+//! proof.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +10,7 @@ use cuzk_groth16::{QueryLens, Srs};
 use super::error::{check, CudaError};
 use super::ffi;
 use super::msm::{MsmG1, MsmG2};
+use crate::placement::{Query, Staged};
 
 /// Identifies one loaded SRS: its origin and the id of that load. A reload of the same file
 /// is a different key (a new id), so stale contexts are never reused; releasing the host copy
@@ -37,6 +40,11 @@ pub(crate) struct SrsOnDevice {
     pub b_g1: Option<MsmG1>,
     /// None when B in G2 is computed on the CPU.
     pub b_g2: Option<MsmG2>,
+    /// Which queries are staged from host memory (`crate::placement`).
+    pub staged: Staged,
+    /// Device bytes one proof over these parameters takes at its peak
+    /// ([`crate::placement::proof_peak_bytes`]): what a later circuit must leave free.
+    pub peak_bytes: u64,
 }
 
 impl SrsOnDevice {
@@ -69,6 +77,7 @@ impl SrsOnDevice {
         } else {
             None
         };
+        let q = srs.query_lens();
         Ok(SrsOnDevice {
             key: SrsKey::of(srs),
             h: g1(&srs.h)?,
@@ -76,42 +85,51 @@ impl SrsOnDevice {
             a: g1(&srs.a)?,
             b_g1: g1(&srs.b_g1)?,
             b_g2,
+            staged: Staged::NONE,
+            peak_bytes: crate::placement::proof_peak_bytes(&q, srs.vk.ic.len(), Staged::NONE),
         })
     }
 
-    /// Resident contexts of the lengths `q` on device `index`, allocated but not written:
-    /// the caller fills every query ([`MsmG1::fill`], [`MsmG2::fill`]) before any proof
-    /// sees them. No context reads host points.
-    pub fn unfilled(index: usize, key: SrsKey, q: &QueryLens, with_b_g2: bool) -> Result<Self, CudaError> {
-        let g1 = |n: usize| if n == 0 { Ok(None) } else { MsmG1::new_unfilled(index, n).map(Some) };
+    /// Contexts of the lengths `q` on device `index`, allocated but not written: resident
+    /// ones on the device, `staged` ones in host memory of their own. The caller fills every
+    /// query ([`MsmG1::fill`], [`MsmG2::fill`]) before any proof sees them. No context reads
+    /// host points of the caller's. `peak_bytes`: one proof's peak on the device.
+    pub fn unfilled(index: usize, key: SrsKey, q: &QueryLens, with_b_g2: bool, staged: Staged, peak_bytes: u64) -> Result<Self, CudaError> {
+        let g1 = |n: usize, x: Query| -> Result<Option<MsmG1>, CudaError> {
+            match (n, staged.contains(x)) {
+                (0, _) => Ok(None),
+                (n, true) => MsmG1::new_staged(index, n).map(Some),
+                (n, false) => MsmG1::new_unfilled(index, n).map(Some),
+            }
+        };
+        let b_g2 = match (with_b_g2 && q.b_g2 > 0, staged.contains(Query::BG2)) {
+            (false, _) => None,
+            (true, true) => Some(MsmG2::new_staged(index, q.b_g2)?),
+            (true, false) => Some(MsmG2::new_unfilled(index, q.b_g2)?),
+        };
         Ok(SrsOnDevice {
             key,
-            h: g1(q.h)?,
-            l: g1(q.l)?,
-            a: g1(q.a)?,
-            b_g1: g1(q.b_g1)?,
-            b_g2: if with_b_g2 && q.b_g2 > 0 { Some(MsmG2::new_unfilled(index, q.b_g2)?) } else { None },
+            h: g1(q.h, Query::H)?,
+            l: g1(q.l, Query::L)?,
+            a: g1(q.a, Query::A)?,
+            b_g1: g1(q.b_g1, Query::BG1)?,
+            b_g2,
+            staged,
+            peak_bytes,
         })
     }
 
+    /// Device bytes of the resident points.
     pub fn bytes(&self) -> u64 {
         [&self.h, &self.l, &self.a, &self.b_g1].iter().filter_map(|m| m.as_ref()).map(|m| m.resident_bytes()).sum::<u64>()
             + self.b_g2.as_ref().map_or(0, |m| m.resident_bytes())
     }
-}
 
-/// Device bytes the five queries take when resident.
-pub(crate) fn resident_size(q: &QueryLens, with_b_g2: bool) -> u64 {
-    let g1 = 96u64 * (q.h + q.l + q.a + q.b_g1) as u64;
-    g1 + if with_b_g2 { 192 * q.b_g2 as u64 } else { 0 }
-}
-
-/// A proof's device buffers beside resident parameters of lengths `q` with `inputs` public
-/// inputs, as the witness path needs them (the larger of the two paths): a, b, c over the
-/// domain, and the witness twice.
-pub(crate) fn proof_working_bytes(q: &QueryLens, inputs: usize) -> u64 {
-    let n = (q.h + 1) as u64;
-    3 * n * 32 + 2 * (inputs + q.l) as u64 * 32
+    /// Host bytes the staged contexts own.
+    pub fn host_bytes(&self) -> u64 {
+        [&self.h, &self.l, &self.a, &self.b_g1].iter().filter_map(|m| m.as_ref()).map(|m| m.host_bytes()).sum::<u64>()
+            + self.b_g2.as_ref().map_or(0, |m| m.host_bytes())
+    }
 }
 
 /// Whether any query is non-empty but below [`super::msm::MIN_GPU_MSM`] points: such MSMs
