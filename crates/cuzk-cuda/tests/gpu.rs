@@ -826,7 +826,9 @@ fn the_device_subgroup_check_finds_what_blst_finds() {
     }
     m2.fill(0, &g2).unwrap();
     assert_eq!(m2.first_outside_subgroup(0, n2, &c).unwrap(), Some(1));
-    assert_eq!(m2.first_outside_subgroup(2, 62, &c).unwrap(), None);
+    // [2, 63) is clean; one point more reaches the planted 63.
+    assert_eq!(m2.first_outside_subgroup(2, 61, &c).unwrap(), None);
+    assert_eq!(m2.first_outside_subgroup(2, 62, &c).unwrap(), Some(63));
     assert_eq!(m2.first_outside_subgroup(2, 100, &c).unwrap(), Some(63));
     assert_eq!(m2.first_outside_subgroup(65, n2 - 65, &c).unwrap(), Some(5000));
     assert_eq!(m2.first_outside_subgroup(5001, n2 - 5001, &c).unwrap(), Some(n2 - 1));
