@@ -14,7 +14,8 @@
 #   scripts/bench-operator.sh BIN_DIR start     PoRep alone: first start to READY (page cache
 #       dropped, no record: every point subgroup-checked), then a restart (page cache dropped,
 #       record present); peak RSS of each. Then the serving daemon: all three circuits
-#       preloaded (PoRep from the file, the PoSt circuits generated), left running.
+#       preloaded (PoRep from the file, the PoSt circuits generated), left running. OP_STARTS
+#       picks and orders these starts (below).
 #   scripts/bench-operator.sh BIN_DIR prove     one PoRep alone, then a PoRep stream (N proofs at concurrency J,
 #       defaults 6 and 3) with WindowPoSt partitions (WN, default 3, every WGAP s) and WinningPoSt
 #       proofs (NN, default 10, every 4 s) beside it; every proof verified by the daemon, the
@@ -109,19 +110,29 @@ start_daemon() { # NAME
     nvidia-smi --query-gpu=memory.used --format=csv,noheader 2>/dev/null
 }
 
+# OP_STARTS (default "first restart all") names the starts to make, in order: `first` and
+# `restart` load PoRep alone (the first one after prepare finds no check record), `all` loads
+# the three circuits and stays up for the prove phase.
 start() {
     stop_daemon
-    config '"porep-32g"' ''
-    diff "$here/../cuzk.example.toml" "$work/cuzk.toml" > "$out/config-porep.diff"
-    start_daemon first
-    stop_daemon
-    start_daemon restart
-    stop_daemon
-    # The serving daemon: what an operator's host runs.
-    config '"porep-32g", "wpost-32g", "winning-32g"' '"wpost-32g", "winning-32g"'
-    diff "$here/../cuzk.example.toml" "$work/cuzk.toml" > "$out/config-all.diff"
-    cat "$out/config-all.diff"
-    start_daemon all
+    for name in ${OP_STARTS:-first restart all}; do
+        case "$name" in
+        first|restart)
+            config '"porep-32g"' ''
+            diff "$here/../cuzk.example.toml" "$work/cuzk.toml" > "$out/config-porep.diff"
+            start_daemon "$name"
+            stop_daemon
+            ;;
+        all)
+            # The serving daemon: what an operator's host runs.
+            config '"porep-32g", "wpost-32g", "winning-32g"' '"wpost-32g", "winning-32g"'
+            diff "$here/../cuzk.example.toml" "$work/cuzk.toml" > "$out/config-all.diff"
+            cat "$out/config-all.diff"
+            start_daemon all
+            ;;
+        *) echo "OP_STARTS: first, restart or all" >&2; exit 2 ;;
+        esac
+    done
 }
 
 prove() {
