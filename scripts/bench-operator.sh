@@ -23,6 +23,7 @@
 #       memory while proving. Stops the daemon.
 #   scripts/bench-operator.sh BIN_DIR run       start, then prove (a machine without the limit).
 #
+# OP_POST (default "wpost-32g winning-32g") lists the PoSt circuits served beside PoRep.
 # WORK (default ./work) must be on disk. Results go to $OUT when set (the device tool), else
 # WORK/out. OP_CPUS (default 0-15) pins the daemon, as on the 16-core host the targets name.
 set -u
@@ -38,6 +39,10 @@ sock="$work/cuzk.sock"
 pidfile="$work/daemon.pid"
 portfile="$work/http.port"
 cpus=${OP_CPUS:-0-15}
+# The PoSt circuits the serving daemon loads beside PoRep (generated there): OP_POST, default
+# both; "" for PoRep alone (a card that cannot hold the others, e.g. 80 GB).
+post=${OP_POST-wpost-32g winning-32g}
+serves() { [[ " $post " == *" $1 "* ]]; }
 
 gib() { awk -v k="$1" 'BEGIN { printf "%.1f GiB", k / 1048576 }'; }
 
@@ -45,14 +50,18 @@ prepare() {
     df -h "$work" | tail -1
     local t=$SECONDS
     [[ -f $porep_inputs/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit porep-32g --seed 1 --out "$porep_inputs" || exit 1
-    [[ -f $wpost_inputs/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit wpost-32g --sectors 2349 --seed 1 --out "$wpost_inputs" || exit 1
-    [[ -f $winning_inputs/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit winning-32g --seed 1 --out "$winning_inputs" || exit 1
+    if serves wpost-32g; then
+        [[ -f $wpost_inputs/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit wpost-32g --sectors 2349 --seed 1 --out "$wpost_inputs" || exit 1
+    fi
+    if serves winning-32g; then
+        [[ -f $winning_inputs/input-set.json ]] || "$bin/cuzk-bench" gen-consistent --circuit winning-32g --seed 1 --out "$winning_inputs" || exit 1
+    fi
     echo "consistent inputs: $((SECONDS - t)) s"
     # The matrices go where the daemon's state directory keeps them (<state_dir>/pce).
     t=$SECONDS
     "$bin/cuzk-bench" gen-setup --circuit porep-32g --seed 1 --out "$work/params" --pce-dir "$work/state/pce" || exit 1
     echo "gen-setup porep-32g (PCE matrices, setup, 47 GB file): $((SECONDS - t)) s"
-    for c in wpost-32g winning-32g; do
+    for c in $post; do
         t=$SECONDS
         "$bin/cuzk-bench" gen-setup --circuit "$c" --seed 1 --vk-only --out "$work/params" --pce-dir "$work/state/pce" | tail -1 || exit 1
         echo "gen-setup --vk-only $c (PCE matrices, verifying key): $((SECONDS - t)) s"
@@ -125,7 +134,12 @@ start() {
             ;;
         all)
             # The serving daemon: what an operator's host runs.
-            config '"porep-32g", "wpost-32g", "winning-32g"' '"wpost-32g", "winning-32g"'
+            local preload='"porep-32g"' generated='' c
+            for c in $post; do
+                preload+=", \"$c\""
+                generated+="${generated:+, }\"$c\""
+            done
+            config "$preload" "$generated"
             diff "$here/../cuzk.example.toml" "$work/cuzk.toml" > "$out/config-all.diff"
             cat "$out/config-all.diff"
             start_daemon all
@@ -166,9 +180,12 @@ $(grep -c 'filecoin-proofs verify.* valid' "$out/$1-$2.log") $t1" >> "$out/laten
     local t0; t0=$(date +%s.%N)
     ( seq "$n" | xargs -P "$j" -I{} bash -c 'one porep {} "$0"' "$porep_inputs" ) &
     local stream=$!
-    ( sleep "${WDELAY:-30}"; for i in $(seq "${WN:-3}"); do one wpost "$i" "$wpost_inputs"; sleep "${WGAP:-20}"; done ) &
+    local wn=0 nn=0
+    serves wpost-32g && wn=${WN:-3}
+    serves winning-32g && nn=${NN:-10}
+    ( sleep "${WDELAY:-30}"; for i in $(seq "$wn"); do one wpost "$i" "$wpost_inputs"; sleep "${WGAP:-20}"; done ) &
     local wloop=$!
-    ( sleep "${NDELAY:-20}"; for i in $(seq "${NN:-10}"); do one winning "$i" "$winning_inputs"; sleep 4; done ) &
+    ( sleep "${NDELAY:-20}"; for i in $(seq "$nn"); do one winning "$i" "$winning_inputs"; sleep 4; done ) &
     local nloop=$!
     wait "$stream" "$wloop" "$nloop"
     local t1; t1=$(date +%s.%N)
