@@ -3,7 +3,9 @@
 //! saved. A file that is corrupt, truncated or for another circuit is logged and replaced.
 //! Concurrent first uses of one circuit wait for a single extraction. In the daemon a
 //! synthesis worker asks for the matrices while it holds its partition's memory reservation,
-//! so an extraction (which peaks below one partition's working set) runs inside the budget.
+//! so an extraction (which peaks below one partition's working set) runs inside the budget; a
+//! preload holds no such reservation, so it reserves the extraction's peak itself first
+//! ([`PceCache::get_for_preload`], [`extraction_peak_bytes`]) and is refused without room.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk_filecoin::params::{blank_circuit, param_files};
-use cuzk_filecoin::CircuitId;
+use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
 use cuzk_groth16::SrsShape;
 use cuzk_pce::{cache, PreCompiled};
 use parking_lot::Mutex;
@@ -75,12 +77,24 @@ impl PceCache {
     }
 
     pub fn get(&self, circuit: CircuitId) -> Result<(Arc<PreCompiled>, PceSource), EngineError> {
+        self.get_reserving(circuit, false)
+    }
+
+    /// [`PceCache::get`] for a caller that holds no reservation of its own (a preload): an
+    /// extraction first reserves its peak ([`extraction_peak_bytes`]) in the attached budget,
+    /// and is refused with RESOURCE_EXHAUSTED when the budget has no room for it, instead of
+    /// growing the daemon past its budget (issue #36, item 7: a first start next to Curio).
+    pub fn get_for_preload(&self, circuit: CircuitId) -> Result<(Arc<PreCompiled>, PceSource), EngineError> {
+        self.get_reserving(circuit, true)
+    }
+
+    fn get_reserving(&self, circuit: CircuitId, reserve: bool) -> Result<(Arc<PreCompiled>, PceSource), EngineError> {
         let slot = self.slots.lock().entry(circuit).or_default().clone();
         let mut guard = slot.lock();
         if let Some(pc) = guard.as_ref() {
             return Ok((pc.clone(), PceSource::Memory));
         }
-        let (pc, source) = self.load_or_extract(circuit)?;
+        let (pc, source) = self.load_or_extract(circuit, reserve)?;
         if let Some(budget) = self.budget.get() {
             // Already in memory (or mapped): counted as they are, so the loads and partitions
             // admitted after them see the room they take.
@@ -100,7 +114,7 @@ impl PceCache {
         if let Some(pc) = slot.as_ref().and_then(|s| s.lock().clone()) {
             return Ok(pc);
         }
-        Ok(Arc::new(self.load_or_extract(circuit)?.0))
+        Ok(Arc::new(self.load_or_extract(circuit, false)?.0))
     }
 
     /// The Groth16 parameter sizes of `circuit`, from its matrices (not kept, see
@@ -109,8 +123,9 @@ impl PceCache {
         Ok(self.get_unpinned(circuit)?.srs_shape())
     }
 
-    /// From the disk cache, or extracted from the blank circuit and saved.
-    fn load_or_extract(&self, circuit: CircuitId) -> Result<(PreCompiled, PceSource), EngineError> {
+    /// From the disk cache, or extracted from the blank circuit and saved; `reserve`: the
+    /// extraction's peak is reserved in the attached budget for its length first.
+    fn load_or_extract(&self, circuit: CircuitId, reserve: bool) -> Result<(PreCompiled, PceSource), EngineError> {
         // As in `SrsCache::load`: a panic here leaves the slot empty and unlocked (retryable).
         crate::faults::hit(crate::faults::Stage::PceLoad);
         let path = self.path(circuit);
@@ -121,6 +136,21 @@ impl PceCache {
                 if !e.is_missing() {
                     tracing::warn!(%circuit, path = %path.display(), error = %e, "PCE cache file unusable; re-extracting");
                 }
+                let _room = match self.budget.get().filter(|_| reserve) {
+                    Some(budget) => {
+                        let need = extraction_peak_bytes(circuit);
+                        Some(budget.try_reserve_resident(need).ok_or_else(|| {
+                            EngineError::ResourceExhausted(format!(
+                                "extracting the PCE matrices of {circuit} peaks at about {} MiB, but {} MiB of the {} MiB memory budget \
+                                 are in use (memory.budget_bytes); it is extracted on first use instead, inside that proof's share",
+                                need >> 20,
+                                budget.used() >> 20,
+                                budget.limit() >> 20
+                            ))
+                        })?)
+                    }
+                    None => None,
+                };
                 let start = Instant::now();
                 let pc = blank_circuit(circuit)
                     .map_err(|e| EngineError::Internal(format!("blank circuit for {circuit}: {e:#}")))?
@@ -137,5 +167,65 @@ impl PceCache {
                 Ok((pc, PceSource::Extracted))
             }
         }
+    }
+}
+
+/// The host bytes an extraction of `circuit` peaks at. The matrices' size is known only once
+/// extracted, so this is from measured figures: porep-32g's extraction peaked at 14.4 GB of
+/// RSS for 6.9 GiB of matrices (BENCHMARKS.md), about twice what it leaves. What the circuits
+/// leave, measured: at 32 GiB PoRep 7.0, WindowPoSt (2349 sectors) 10.0, SnapDeals 4.2 and
+/// WinningPoSt 0.03 GiB (64 GiB circuits are of the same size); at 2 KiB PoRep 145, SnapDeals
+/// 91, WinningPoSt 7.4 and WindowPoSt 1.8 MiB. The 8 and 512 MiB circuits, not measured, lie
+/// between, so 32 GiB's figures bound them from above.
+pub fn extraction_peak_bytes(circuit: CircuitId) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let leaves = match (circuit.size, circuit.kind) {
+        (SectorSize::S2KiB, ProofKind::PoRepSealCommit) => 150 * MIB,
+        (SectorSize::S2KiB, ProofKind::SnapDealsUpdate) => 96 * MIB,
+        (SectorSize::S2KiB, ProofKind::WinningPost) => 8 * MIB,
+        (SectorSize::S2KiB, ProofKind::WindowPostPartition) => 2 * MIB,
+        (_, ProofKind::PoRepSealCommit) => 7 * 1024 * MIB,
+        (_, ProofKind::WindowPostPartition) => 10 * 1024 * MIB,
+        (_, ProofKind::SnapDealsUpdate) => 4300 * MIB,
+        (_, ProofKind::WinningPost) => 32 * MIB,
+    };
+    2 * leaves
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::ProverForm;
+
+    /// Issue #36, item 7: a preload whose extraction cannot fit the budget is refused before
+    /// anything is extracted (it used to extract porep-32g, ~14 GB of RSS, outside the budget).
+    #[test]
+    fn a_preload_whose_extraction_does_not_fit_the_budget_is_refused_before_extracting() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PceCache::new(dir.path().join("pce"), dir.path().to_path_buf());
+        let budget = MemoryBudget::new(4 << 30, ProverForm::DeviceCompact, true, 1);
+        cache.attach_budget(budget.clone());
+        let porep = CircuitId::parse("porep-32g").unwrap();
+        let started = Instant::now();
+        let e = cache.get_for_preload(porep).err().expect("14 GiB of extraction in a 4 GiB budget");
+        assert!(matches!(e, EngineError::ResourceExhausted(_)), "{e}");
+        assert!(e.to_string().contains("porep-32g") && e.to_string().contains("memory.budget_bytes"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused at once, not after an extraction");
+        assert!(!cache.path(porep).exists(), "nothing extracted or saved");
+        assert_eq!(budget.used(), 0, "nothing left reserved");
+        // With room, a small circuit extracts as before, its reservation given back after.
+        let wpost = CircuitId::parse("wpost-2k").unwrap();
+        let (pc, source) = cache.get_for_preload(wpost).unwrap();
+        assert_eq!(source, PceSource::Extracted);
+        assert_eq!(budget.used(), pc.stats().bytes_resident as u64, "only the matrices stay counted");
+    }
+
+    #[test]
+    fn extraction_peaks_are_twice_the_measured_matrices_and_bounded_below_32_gib() {
+        let id = |s| CircuitId::parse(s).unwrap();
+        assert_eq!(extraction_peak_bytes(id("porep-32g")), 14 << 30);
+        assert!(extraction_peak_bytes(id("wpost-32g")) > extraction_peak_bytes(id("porep-32g")));
+        assert_eq!(extraction_peak_bytes(id("porep-2k")), 300 << 20);
+        assert!(extraction_peak_bytes(id("winning-8m")) <= extraction_peak_bytes(id("winning-32g")));
     }
 }

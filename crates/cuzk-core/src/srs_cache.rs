@@ -457,25 +457,35 @@ impl SrsCache {
         LoadedSrs { circuit, srs, pvk, bytes, load_time, last_used: AtomicU64::new(self.now()), _memory: memory }
     }
 
-    /// Drop `circuit`'s parameters unless a job holds them.
     /// Drop a circuit's parameters if nobody holds them. `before_free` sees them last (the
     /// prover backend drops its device copies and host pinning there).
+    ///
+    /// The parameters leave the slot map first, and `before_free` runs after its lock is
+    /// released: the backend takes each device's lock there, behind any deadline work, and
+    /// every other circuit's lookup (a WinningPoSt's included), status and metrics need the
+    /// map meanwhile (issue #36, item 5). A lookup of this circuit in that window starts a
+    /// fresh load, under a new load id, so the backend's copies of the two never meet.
     pub fn evict_with(&self, circuit: CircuitId, before_free: impl FnOnce(&Srs)) -> EvictOutcome {
-        let mut slots = self.slots.lock();
-        let Some(slot) = slots.get(&circuit).cloned() else { return EvictOutcome::NotLoaded };
-        // A slot locked by someone else is being loaded right now: say so instead of waiting
-        // for a load that can take a minute.
-        let Some(mut guard) = slot.try_lock() else { return EvictOutcome::Loading };
-        let Some(loaded) = guard.as_ref() else { return EvictOutcome::NotLoaded };
-        let holders = Arc::strong_count(loaded) - 1;
-        if holders > 0 {
-            return EvictOutcome::InUse { holders };
-        }
+        let loaded = {
+            let mut slots = self.slots.lock();
+            let Some(slot) = slots.get(&circuit).cloned() else { return EvictOutcome::NotLoaded };
+            // A slot locked by someone else is being loaded right now: say so instead of
+            // waiting for a load that can take a minute.
+            let Some(mut guard) = slot.try_lock() else { return EvictOutcome::Loading };
+            let Some(loaded) = guard.as_ref() else { return EvictOutcome::NotLoaded };
+            let holders = Arc::strong_count(loaded) - 1;
+            if holders > 0 {
+                return EvictOutcome::InUse { holders };
+            }
+            let loaded = guard.take().expect("checked above");
+            drop(guard);
+            slots.remove(&circuit);
+            loaded
+        };
         let bytes = loaded.bytes;
         before_free(&loaded.srs);
-        *guard = None;
-        drop(guard);
-        slots.remove(&circuit);
+        // The budget's share goes with the last reference, after the backend let go.
+        drop(loaded);
         EvictOutcome::Freed { bytes }
     }
 
@@ -523,6 +533,48 @@ mod tests {
         let bytes = memory.bytes();
         let loaded = LoadedSrs { circuit, srs, pvk, bytes, load_time: Duration::ZERO, last_used: AtomicU64::new(0), _memory: Some(memory) };
         cache.slots.lock().insert(circuit, Arc::new(Mutex::new(Some(Arc::new(loaded)))));
+    }
+
+    /// Issue #36, item 5: an eviction whose backend waits for a device (held by deadline
+    /// work) must not hold up other circuits' lookups: they used to wait on the slot map for
+    /// the whole of it.
+    #[test]
+    fn an_eviction_waiting_for_the_backend_does_not_hold_up_other_lookups() {
+        use std::sync::mpsc;
+        let dir = tempfile::tempdir().unwrap();
+        let porep = CircuitId::parse("porep-2k").unwrap();
+        let winning = CircuitId::parse("winning-2k").unwrap();
+        let cache = Arc::new(SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip));
+        let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
+        resident(&cache, porep, memory.try_reserve_resident(300).unwrap());
+        resident(&cache, winning, memory.try_reserve_resident(10).unwrap());
+        let (inside_tx, inside_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let evicting = {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                cache.evict_with(porep, |_| {
+                    inside_tx.send(()).unwrap();
+                    // The backend waiting for a device held by deadline work.
+                    release_rx.recv().unwrap();
+                })
+            })
+        };
+        inside_rx.recv().unwrap();
+        let (done_tx, done_rx) = mpsc::channel();
+        {
+            let cache = cache.clone();
+            std::thread::spawn(move || {
+                let r = cache.get(winning).map(|(l, loaded)| (l.circuit, loaded));
+                done_tx.send((r.is_ok(), cache.resident().len())).unwrap();
+            });
+        }
+        let got = done_rx.recv_timeout(Duration::from_secs(5));
+        assert_eq!(got.ok(), Some((true, 1)), "WinningPoSt's lookup returned while the eviction still waited, and listed only itself");
+        assert_eq!(memory.used(), 310, "the evicted parameters stay counted until the backend let go");
+        release_tx.send(()).unwrap();
+        assert_eq!(evicting.join().unwrap(), EvictOutcome::Freed { bytes: 300 });
+        assert_eq!(memory.used(), 10);
     }
 
     /// Issue #36, item 1: pinned parameters leave too little room, no job holds anything, so

@@ -371,7 +371,8 @@ impl Scheduler {
         self.shared.srs.refuse_if_never_fits(id, matrix_bytes)?;
         let pce_now = match &self.shared.pce {
             Some(pce) => {
-                let (matrices, source) = pce.get(id)?;
+                // No partition's reservation covers a preload's extraction: it reserves its own.
+                let (matrices, source) = pce.get_for_preload(id)?;
                 // Onto the devices too, when they evaluate the matrices (a no-op once there).
                 self.shared.backend.adopt_matrices(&*matrices);
                 source != crate::pce_cache::PceSource::Memory
