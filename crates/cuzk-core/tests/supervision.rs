@@ -26,6 +26,14 @@ fn scheduler() -> Arc<Scheduler> {
     Scheduler::start(config(), None).unwrap()
 }
 
+/// The tests that time a stage against a stall limit of a few seconds run one at a time: on a
+/// 2-core machine another test's proofs beside them can stretch a debug build's CPU proof
+/// past the limit.
+fn one_at_a_time() -> parking_lot::MutexGuard<'static, ()> {
+    static TIMED: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    TIMED.lock()
+}
+
 /// NORMAL priority throughout: only the general workers (one synthesis, one prover) take
 /// such work, so a later job completing shows that the very worker that panicked lives on.
 const PRIORITY: Option<Priority> = Some(Priority::Normal);
@@ -101,6 +109,7 @@ fn a_panic_while_verifying_fails_only_that_job() {
 /// message naming the stage; once the stage does return, its worker goes on with the next job.
 #[test]
 fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
+    let _timed = one_at_a_time();
     let f = common::fixture();
     let mut config = config();
     config.pipeline.stall_timeout_secs = 5;
@@ -157,12 +166,73 @@ fn the_scheduler_reports_a_backend_that_can_never_prove_again() {
     lost.shutdown(Duration::from_secs(5));
 }
 
+/// One "device" over the CPU prover that can be lost: what a CUDA prover with one GPU tells
+/// the engine, without a GPU.
+#[derive(Default)]
+struct OneDevice {
+    lost: std::sync::atomic::AtomicBool,
+    stalled_jobs: parking_lot::Mutex<Vec<String>>,
+}
+
+impl cuzk_groth16::ProverBackend for OneDevice {
+    fn name(&self) -> String {
+        "one-device".into()
+    }
+
+    fn prove(
+        &self,
+        srs: &cuzk_groth16::Srs,
+        w: cuzk_groth16::ProvingAssignment,
+        rs: cuzk_groth16::Randomness,
+        label: &cuzk_groth16::WorkLabel,
+    ) -> Result<(cuzk_groth16::Proof, cuzk_groth16::ProveTimings), cuzk_groth16::ProveError> {
+        cuzk_groth16::CpuProver.prove(srs, w, rs, label)
+    }
+
+    fn usable(&self) -> bool {
+        !self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn stalled(&self, job_id: &str) -> bool {
+        self.stalled_jobs.lock().push(job_id.to_string());
+        self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+        true
+    }
+}
+
+/// Issue #36, item 2: a partition stuck in the prove stage past the stall limit takes its
+/// device out of service, like a sticky error; with no device left the backend is unusable,
+/// on which the daemon exits non-zero (cuzk-daemon's main). Before, the job was failed and
+/// the device kept, its lock held for good and every later partition queued behind it.
+#[test]
+fn a_stall_in_the_prove_stage_takes_the_device_out_of_service() {
+    let _timed = one_at_a_time();
+    let f = common::fixture();
+    let mut config = config();
+    config.pipeline.stall_timeout_secs = 2;
+    let backend = Arc::new(OneDevice::default());
+    let s = Scheduler::start(config, Some(backend.clone())).unwrap();
+    s.preload("winning-2k").unwrap();
+    assert!(s.backend_usable());
+    let rid = "supervision-device-stall";
+    faults::arm(Stage::Prove, rid, Action::Hold);
+    let stuck = s.submit(rid, PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let r = wait(&s, &stuck.job_id).expect("a job whose prover hangs must still end");
+    assert_eq!(r.phase, Phase::Failed);
+    assert!(r.error.unwrap_or_default().contains("no progress for 2 s in prove"));
+    assert_eq!(*backend.stalled_jobs.lock(), vec![stuck.job_id.clone()], "the backend was told which job's device hangs");
+    assert!(!s.backend_usable(), "the only device is out of service: the daemon exits on this");
+    faults::release(Stage::Prove, rid);
+    s.shutdown(Duration::from_secs(10));
+}
+
 /// A parameter load that waits for other jobs to free memory is waiting, not stalled: the
 /// watchdog leaves it alone however long the wait lasts (here more than two stall timeouts),
 /// and it loads and proves once the memory is freed. Before, the wait counted as work, and a
 /// load queued behind long jobs was failed as "no progress".
 #[test]
 fn a_parameter_load_waiting_for_memory_is_not_a_stall() {
+    let _timed = one_at_a_time();
     let f = common::fixture();
     let mut config = config();
     config.pipeline.stall_timeout_secs = 8;

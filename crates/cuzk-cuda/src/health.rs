@@ -21,10 +21,11 @@ const MAX_BENCH: Duration = Duration::from_secs(600);
 /// is corrupt for the rest of the process: illegal address or instruction, a kernel that
 /// faulted or hit the watchdog, an uncorrectable ECC error. These are CUDA's "sticky" errors.
 pub fn is_sticky(code: i32) -> bool {
-    const STICKY: [i32; 9] = [
+    const STICKY: [i32; 10] = [
         214, // cudaErrorECCUncorrectable
         700, // cudaErrorIllegalAddress
         702, // cudaErrorLaunchTimeout
+        710, // cudaErrorAssert (a device-side assert)
         714, // cudaErrorHardwareStackError
         715, // cudaErrorIllegalInstruction
         716, // cudaErrorMisalignedAddress
@@ -118,7 +119,7 @@ mod tests {
 
     #[test]
     fn sticky_errors_are_told_from_the_others_and_a_lost_device_stays_lost() {
-        assert!(is_sticky(-700) && is_sticky(-719) && is_sticky(-214));
+        assert!(is_sticky(-700) && is_sticky(-719) && is_sticky(-214) && is_sticky(-710), "cudaErrorAssert (710) is sticky too");
         // Out of memory (cudaErrorMemoryAllocation = 2), invalid value (1), the glue's own
         // codes and success are not.
         for code in [-2, -1, -100001, -100002, -100003, 0, 700] {

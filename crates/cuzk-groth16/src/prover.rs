@@ -120,9 +120,18 @@ pub trait ProverBackend: Send + Sync {
     fn attach_host_memory(&self, _reserve: HostMemory) {}
 
     /// False once the backend can never prove again in this process (every GPU lost to a
-    /// sticky error): the daemon then exits non-zero so that its supervisor restarts it.
+    /// sticky error, or hung): the daemon then exits non-zero so that its supervisor restarts it.
     fn usable(&self) -> bool {
         true
+    }
+
+    /// A partition of job `job_id` has made no progress in the prove stage for the engine's
+    /// stall limit. A backend whose devices can hang takes the device holding it out of
+    /// service, as after a sticky error (a hung device never gives its lock back, and every
+    /// partition queued for it would wait too), and says true; false: nothing of it is known
+    /// here (the CPU backend).
+    fn stalled(&self, _job_id: &str) -> bool {
+        false
     }
 
     /// Parameters just loaded, before any job has them. A backend that copies every point to

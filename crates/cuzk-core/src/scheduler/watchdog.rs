@@ -4,7 +4,9 @@
 //! `pipeline.stall_timeout_secs` (a deadlocked device call, a parameter file on a dead
 //! mount, a storage-proofs loop). It cannot stop the stuck thread, but the job ends with a
 //! message naming the stage, AwaitProof and Prove return, and the job's queued partitions
-//! are dropped; if the stage ever returns, its worker finds the job ended and goes on.
+//! are dropped; if the stage ever returns, its worker finds the job ended and goes on. A
+//! stall in the prove stage is also reported to the backend, which takes the device holding
+//! the partition out of service (`ProverBackend::stalled`).
 //!
 //! Time a partition legitimately spends waiting is not timed: for its memory reservation, or
 //! in a parameter load that waits for other jobs to free memory (also when it is queued
@@ -102,6 +104,12 @@ pub(super) fn watchdog_loop(sh: &Arc<Shared>, limit: Duration) {
         };
         for (job, stage) in stalled {
             tracing::error!(job = %job.id, stage, secs = limit.as_secs(), "no progress: failing the job (its worker is stuck)");
+            // Stuck in a device's region, the worker holds that device for good: the backend
+            // takes the device out of service, and with none left the daemon exits for its
+            // supervisor to restart it (issue #36, item 2).
+            if stage == crate::faults::Stage::Prove.name() && sh.backend.stalled(&job.id) && !sh.backend.usable() {
+                tracing::error!("every device is out of service: the daemon stops so that its supervisor restarts it");
+            }
             let e = EngineError::Internal(format!(
                 "no progress for {} s in {stage} (pipeline.stall_timeout_secs); the job was failed, its worker is stuck",
                 limit.as_secs()

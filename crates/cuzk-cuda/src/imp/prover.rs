@@ -580,6 +580,17 @@ impl ProverBackend for CudaProver {
         self.gpus.iter().any(|g| !g.health.is_lost())
     }
 
+    fn stalled(&self, job_id: &str) -> bool {
+        let mut found = false;
+        for g in self.gpus.iter().filter(|g| g.current.lock().as_ref().is_some_and(|l| l.job_id == job_id)) {
+            g.health.mark_lost();
+            tracing::error!(device = g.info.ordinal, job = job_id,
+                "a partition made no progress on this device for the stall limit: the device is out of service until the daemon restarts");
+            found = true;
+        }
+        found
+    }
+
     fn attach_host_memory(&self, reserve: HostMemory) {
         let _ = self.host_memory.set(reserve);
     }
