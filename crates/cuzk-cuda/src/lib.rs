@@ -19,6 +19,8 @@
 //!   retry on another device or the CPU;
 //! * `adopt` — parameters resident on every device ahead of any proof, a generated setup's
 //!   taken chunk by chunk while it is made, so that the host copy can go;
+//! * [`cpu_task`] — a CPU thread beside the device region (B in G2 on the CPU) that is joined
+//!   however the partition ends (pure logic, built without CUDA too);
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
@@ -31,6 +33,7 @@
 //!   and normal work yields to it at phase boundaries (pure logic, built without CUDA too).
 
 pub mod arch;
+pub mod cpu_task;
 pub mod device_lock;
 pub mod health;
 pub mod placement;

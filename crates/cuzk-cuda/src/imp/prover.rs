@@ -31,6 +31,7 @@ use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostMemory,
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
+use crate::cpu_task::CpuTask;
 use crate::device_lock::{Boundary, DeviceLock};
 use super::device::{self, DeviceInfo};
 use crate::health::DeviceHealth;
@@ -132,8 +133,8 @@ pub struct GpuPhase {
     /// Index into `gpus` of the device that ran it.
     gpu: usize,
     sums: MsmResults,
-    /// B in G2 still running on the CPU.
-    pending_b_g2: Option<std::thread::JoinHandle<G2Projective>>,
+    /// B in G2 still running on the CPU (joined on drop too: it reads the parameters).
+    pending_b_g2: Option<CpuTask<G2Projective>>,
     timings: ProveTimings,
     started: Instant,
 }
@@ -362,10 +363,11 @@ impl CudaProver {
         } else {
             let (b, points) = (b_scalars.clone(), srs.b_g2.as_ptr() as usize);
             let len = srs.b_g2.len();
-            // SAFETY: the SRS outlives the partition's proof (the caller holds it until
-            // `finish` has joined this thread).
+            // SAFETY: the caller holds the SRS until `finish` has joined the task, and on every
+            // other way out (an error, a panic unwinding through the device region) dropping
+            // the task joins it, before the borrow of `srs` ends.
             let points: &'static [blstrs::G2Affine] = unsafe { std::slice::from_raw_parts(points as *const _, len) };
-            Some(std::thread::spawn(move || msm_g2(points, &b)))
+            Some(unsafe { CpuTask::spawn(move || msm_g2(points, &b)) })
         };
 
         let input = match work {
@@ -425,9 +427,8 @@ impl CudaProver {
                 } else if let Some(bench) = gpu.health.record_failure(Instant::now()) {
                     tracing::error!(device = gpu.info.ordinal, seconds = bench.as_secs(), "device keeps failing: benched");
                 }
-                if let Some(h) = pending_b_g2 {
-                    let _ = h.join();
-                }
+                // Dropping it joins the CPU B_G2 before the caller may let the SRS go.
+                drop(pending_b_g2);
                 Err(backend_error(&gpu.info, e))
             }
         }
@@ -438,7 +439,7 @@ impl CudaProver {
         let GpuPhase { gpu, mut sums, pending_b_g2, mut timings, started } = phase;
         if let Some(h) = pending_b_g2 {
             let s = Instant::now();
-            sums.b_g2 = h.join().expect("B_G2 MSM thread panicked");
+            sums.b_g2 = h.join();
             timings.msm_b_g2 = s.elapsed();
         }
         let proof = assemble(srs, rs, sums);
