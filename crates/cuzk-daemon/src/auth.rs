@@ -3,9 +3,10 @@
 //! The unix socket is guarded by its file mode (0660, group `cuzk`). TCP has no such guard,
 //! so: a bearer token (`daemon.auth_token`, sent as `authorization: Bearer <token>`) is
 //! required on every call when one is configured, and configuring none is refused at start
-//! (on a loopback address too, unless `daemon.allow_tokenless_loopback` says otherwise). The calls that change what the daemon holds or does
-//! for others — CancelProof, PreloadSRS, EvictSRS — can be reserved for a second token
-//! (`daemon.admin_token`); without one they need what every other call needs.
+//! (on a loopback address too, unless `daemon.allow_tokenless_loopback`). The calls that
+//! change what the daemon holds or does for others — CancelProof, PreloadSRS, EvictSRS —
+//! can be reserved for a second token (`daemon.admin_token`); without one they need what
+//! every other call needs. Tokens are compared as SHA-256 digests, in constant time.
 //!
 //! The check wraps the generated service, so it runs before any request body is decoded, and
 //! answers with a gRPC status (UNAUTHENTICATED, PERMISSION_DENIED) the client can read.

@@ -149,6 +149,7 @@ fn create_socket(path: &Path) -> Result<UnixListener> {
     // Removed again when dropped, with the name it held (the socket lives on at `path`).
     let private = tempfile::Builder::new()
         .prefix(".cuzk-bind")
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir_in(dir)
         .with_context(|| format!("creating a private directory in {} to bind the socket in", dir.display()))?;
     let inner = private.path().join("s");
