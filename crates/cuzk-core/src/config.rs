@@ -49,11 +49,16 @@ pub struct DaemonConfig {
     /// [`Config::state_dir`].
     pub state_dir: PathBuf,
     /// Bearer token every gRPC call must carry (`authorization: Bearer <token>`); empty =
-    /// none, which the daemon refuses on a non-loopback TCP address.
+    /// none, which the daemon refuses on a TCP address (on loopback too, unless
+    /// `allow_tokenless_loopback`).
     pub auth_token: String,
     /// Bearer token CancelProof, PreloadSRS and EvictSRS need; empty = they need what every
     /// other call needs.
     pub admin_token: String,
+    /// Start on a loopback TCP address without `auth_token`. Off by default: on loopback
+    /// every local user, and any container sharing the host's network, could submit, cancel
+    /// and evict. A non-loopback address without a token is refused whatever this says.
+    pub allow_tokenless_loopback: bool,
 }
 
 impl Default for DaemonConfig {
@@ -71,6 +76,7 @@ impl Default for DaemonConfig {
             state_dir: PathBuf::new(),
             auth_token: String::new(),
             admin_token: String::new(),
+            allow_tokenless_loopback: false,
         }
     }
 }

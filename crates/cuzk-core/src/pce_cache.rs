@@ -43,7 +43,11 @@ pub enum PceSource {
 }
 
 impl PceCache {
+    /// The cache in `dir`, rid of what interrupted saves left there (`cache::sweep_temp_files`:
+    /// only temporary files no live save holds, so a second daemon on the same directory
+    /// loses nothing).
     pub fn new(dir: PathBuf, param_dir: PathBuf) -> Self {
+        cache::sweep_temp_files(&dir);
         PceCache { dir, param_dir, slots: Mutex::default(), budget: std::sync::OnceLock::new(), held: Mutex::default() }
     }
 
@@ -194,6 +198,9 @@ pub fn extraction_peak_bytes(circuit: CircuitId) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
+    use std::time::{Duration, SystemTime};
+
     use super::*;
     use crate::scheduler::ProverForm;
 
@@ -227,5 +234,27 @@ mod tests {
         assert!(extraction_peak_bytes(id("wpost-32g")) > extraction_peak_bytes(id("porep-32g")));
         assert_eq!(extraction_peak_bytes(id("porep-2k")), 300 << 20);
         assert!(extraction_peak_bytes(id("winning-8m")) <= extraction_peak_bytes(id("winning-32g")));
+    }
+
+    /// Issue #36 item 11a: a daemon killed while saving leaves a temporary file of up to
+    /// 10 GB in the cache directory; the next one to open the cache removes it, and keeps
+    /// the cache files.
+    #[test]
+    fn opening_the_cache_sweeps_stale_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = SystemTime::now() - Duration::from_secs(86400);
+        let aged = |name: &str| {
+            let p = dir.path().join(name);
+            File::create(&p).unwrap().set_modified(old).unwrap();
+            p
+        };
+        // The name the save of this version leaves, and the one earlier versions left.
+        let leaks = [aged(".pce-partial-AbC123"), aged(".tmpAbC123")];
+        let kept = aged("porep-32g.pce");
+        let _cache = PceCache::new(dir.path().to_path_buf(), "/nonexistent".into());
+        for leak in &leaks {
+            assert!(!leak.exists(), "{} left behind", leak.display());
+        }
+        assert!(kept.exists());
     }
 }

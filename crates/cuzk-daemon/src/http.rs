@@ -2,6 +2,12 @@
 //! `GET /status` as JSON for people and scripts, and `GET /timeline.csv`, the recent
 //! per-partition timeline (synthesis, prover, device spans) for benchmarks. All read the
 //! scheduler's live state.
+//!
+//! None of it is authenticated, so none of it names a job by its id: an id is all
+//! CancelProof needs when no admin token is configured. Where a job must be told apart
+//! (the timeline's rows, a device's current partition) it is by a tag, the first 8 hex
+//! digits of a keyed SHA-256 of its id ([`Scheduler::job_tag`]), from which the id cannot
+//! be recovered.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -45,12 +51,12 @@ async fn timeline(State(scheduler): State<Arc<Scheduler>>) -> impl IntoResponse 
 }
 
 async fn status(State(scheduler): State<Arc<Scheduler>>) -> impl IntoResponse {
-    let body = status_json(&scheduler.status());
+    let body = status_json(&scheduler.status(), |id| scheduler.job_tag(id));
     ([(CONTENT_TYPE, "application/json")], body.to_string())
 }
 
-/// The `/status` document.
-pub fn status_json(st: &StatusSnapshot) -> Value {
+/// The `/status` document; `tag` names a job (see the module docs).
+pub fn status_json(st: &StatusSnapshot, tag: impl Fn(&str) -> String) -> Value {
     let queues: Vec<Value> = st
         .queues
         .iter()
@@ -70,7 +76,7 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
                 "memory_free_bytes": d.memory_free, "resident_bytes": d.resident_bytes,
                 "partitions_proved": d.partitions_proved, "failures": d.failures,
                 "busy_seconds": d.busy.as_secs_f64(), "active_partitions": d.active,
-                "current_job_id": d.current.as_ref().map(|c| c.job_id.as_str()),
+                "current_job_tag": d.current.as_ref().map(|c| tag(&c.job_id)),
                 "current_proof_kind": d.current.as_ref().map(|c| c.proof_kind.as_str()),
             })
         })
@@ -90,4 +96,48 @@ pub fn status_json(st: &StatusSnapshot) -> Value {
         },
         "partitions_in_flight": st.partitions_in_flight,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use cuzk_groth16::{DeviceReport, Urgency, WorkLabel};
+
+    use super::*;
+
+    /// Issue #36 item 9c: `/status` is unauthenticated too; a device's current partition is
+    /// named by its job's tag, never its id.
+    #[test]
+    fn status_names_no_job_id() {
+        let id = "porep-7-0123abcd";
+        let busy = DeviceReport {
+            current: Some(WorkLabel { job_id: id.into(), proof_kind: "porep".into(), urgency: Urgency::Normal }),
+            ..Default::default()
+        };
+        let st = StatusSnapshot {
+            queues: vec![],
+            resident_srs: vec![],
+            completed: 0,
+            failed: 0,
+            cancelled: 0,
+            uptime: Duration::ZERO,
+            memory_used: 0,
+            memory_limit: 0,
+            memory_resident: 0,
+            memory_peak: 0,
+            partitions_in_flight: 1,
+            synthesis_workers: 1,
+            prover_workers: 1,
+            backend: "test".into(),
+            devices: vec![busy, DeviceReport::default()],
+            process_rss: 0,
+            process_peak_rss: 0,
+        };
+        let doc = status_json(&st, |j| format!("tag-of-{}", j.len()));
+        let text = doc.to_string();
+        assert!(!text.contains("0123abcd"), "{text}");
+        assert_eq!(doc["devices"][0]["current_job_tag"], "tag-of-16");
+        assert!(doc["devices"][1]["current_job_tag"].is_null());
+    }
 }

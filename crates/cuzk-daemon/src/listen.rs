@@ -1,6 +1,7 @@
 //! The gRPC listener: `unix:///path/to.sock` (parent directory created, a stale socket
-//! replaced, mode 0660, the file removed again on shutdown; any `:authority` accepted) or a TCP
-//! `host:port`, and the tonic server on it with the configured message-size limits.
+//! replaced, mode 0660 from the start, the file removed again on shutdown; any `:authority`
+//! accepted) or a TCP `host:port`, and the tonic server on it with the configured
+//! message-size limits.
 
 use std::future::Future;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -133,9 +134,29 @@ fn bind_unix(path: &Path) -> Result<UnixListener> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).with_context(|| format!("checking {}", path.display())),
     }
-    let listener = UnixListener::bind(path).with_context(|| format!("binding unix socket {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
-        .with_context(|| format!("setting mode 0660 on {}", path.display()))?;
+    create_socket(path)
+}
+
+/// Create the socket at `path`, mode 0660 from the moment it appears there. bind(2) creates
+/// the file with the process's umask (0755, or wider), and a chmod after it left a moment in
+/// which anyone could connect and keep the connection. So it is bound in a fresh directory
+/// of its own (0700: nobody else can reach what is in it) beside `path`, set to 0660 there,
+/// and hard-linked to `path`: link(2), unlike rename(2), fails if `path` exists, so a daemon
+/// that bound it in the meantime keeps it. (Not a temporary umask: the umask is the whole
+/// process's, and other threads create files and directories at the same time.)
+fn create_socket(path: &Path) -> Result<UnixListener> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // Removed again when dropped, with the name it held (the socket lives on at `path`).
+    let private = tempfile::Builder::new()
+        .prefix(".cuzk-bind")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(dir)
+        .with_context(|| format!("creating a private directory in {} to bind the socket in", dir.display()))?;
+    let inner = private.path().join("s");
+    let listener = UnixListener::bind(&inner).with_context(|| format!("binding unix socket {}", inner.display()))?;
+    std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o660))
+        .with_context(|| format!("setting mode 0660 on {}", inner.display()))?;
+    std::fs::hard_link(&inner, path).with_context(|| format!("binding unix socket {}", path.display()))?;
     Ok(listener)
 }
 
@@ -150,5 +171,28 @@ mod tests {
         assert!(Address::parse("unix://relative.sock").is_err());
         assert!(Address::parse("http://x:1").is_err());
         assert!(Address::parse("").is_err());
+    }
+
+    /// Issue #36 item 9d: the socket file is never wider than 0660, not even for the moment
+    /// between its creation and a chmod: whoever connects in that moment keeps the connection.
+    #[tokio::test]
+    async fn the_socket_is_never_wider_than_0660() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cuzk.sock");
+        // The widest umask, whatever the runner's: bind(2) would then create the file 0777.
+        // SAFETY: umask(2) cannot fail; nothing else in this test binary creates files.
+        let old = unsafe { libc::umask(0) };
+        let created = create_socket(&path);
+        unsafe { libc::umask(old) };
+        let _listener = created.unwrap();
+        let mode = std::fs::symlink_metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode & !0o660, 0, "mode {mode:o} right after the socket was created");
+        // Nothing is left beside it.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["cuzk.sock"]);
+        // And the whole listener: a stale socket is replaced, the result still 0660.
+        drop(_listener);
+        let _listener = bind_unix(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o660);
     }
 }

@@ -182,6 +182,9 @@ async fn run(config: Config) -> Result<()> {
     tracing::info!(address = grpc.description(), max_message_bytes = daemon.max_message_bytes, "gRPC listening");
     let service = service::Service::new(scheduler.clone());
     let tokens = auth::Tokens::from_config(&daemon);
+    if let Some(warning) = auth::tokenless_warning(&daemon) {
+        tracing::warn!("{warning}");
+    }
     if !tokens.is_empty() {
         tracing::info!("gRPC calls need a bearer token (daemon.auth_token / daemon.admin_token)");
     }
@@ -394,11 +397,11 @@ mod tests {
 
     #[test]
     fn command_line_overrides_the_file() {
-        let args = Args::parse_from(["cuzk-daemon", "--config", "/nonexistent/cuzk.toml", "--listen", "127.0.0.1:1", "--log-level", "debug"]);
+        let args = Args::parse_from(["cuzk-daemon", "--config", "/nonexistent/cuzk.toml", "--listen", "unix:///run/other.sock", "--log-level", "debug"]);
         let (path, _) = config_path(args.config.as_deref(), |_| false);
         let (config, found) = load_config(&args, &path).unwrap();
         assert!(!found);
-        assert_eq!(config.daemon.listen, "127.0.0.1:1");
+        assert_eq!(config.daemon.listen, "unix:///run/other.sock");
         assert_eq!(config.daemon.log_level, "debug");
         assert_eq!(config.daemon.http_listen, "");
     }

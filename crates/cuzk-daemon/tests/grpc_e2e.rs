@@ -153,6 +153,18 @@ async fn daemon_proves_schedules_cancels_and_survives_bad_input() {
         let t = |i: usize| row[i].parse::<f64>().unwrap();
         assert!(t(3) <= t(4) && t(4) <= t(5) && t(5) <= t(6), "{row:?}");
     }
+    // The endpoint has no authentication: it names no job that CancelProof would accept
+    // (issue #36 item 9c). Not the ids, and not what stands in for them.
+    let ids = jobs.iter().map(|(_, j)| j.clone()).chain([p1, p2, low, win.job_id, good]);
+    for id in ids {
+        assert!(!csv.contains(&id), "job id {id} in /timeline.csv:\n{csv}");
+    }
+    let tags: std::collections::BTreeSet<&str> = csv.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+    assert!(tags.len() >= 4, "{csv}");
+    for tag in tags {
+        let e = c.cancel_proof(CancelProofRequest { job_id: tag.into() }).await.unwrap_err();
+        assert_eq!(e.code(), Code::NotFound, "CancelProof({tag}) from /timeline.csv: {e:?}");
+    }
 
     // 6. SIGTERM: clean shutdown.
     r.stop(Duration::from_secs(60));

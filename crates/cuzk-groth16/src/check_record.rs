@@ -4,13 +4,16 @@
 //! A record names the file's canonical path and its `size mtime_ns` stamp. It lives in a
 //! record directory the caller names (the daemon's state directory, so the parameter
 //! directory may stay read-only), or, without one, beside the file as `<file>.cuzk-checked`
-//! (the old layout, still read in both cases so an upgrade does not recheck).
+//! (the old layout, still read in both cases so an upgrade does not recheck). A load takes
+//! the stamp from the file it opened, not from the path once the check is done
+//! ([`FileVersion`]).
 //!
 //! A record is a promise that the points were checked, so it is only believed when nobody
 //! but us (or root) could have planted it: the record and the directory holding it must be
 //! owned by our effective user or root and writable by neither group nor others. Anyone who
 //! could write there gets a full check instead of a skipped one.
 
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -34,11 +37,33 @@ fn in_dir(dir: &Path, path: &Path) -> Option<PathBuf> {
     Some(dir.join(name))
 }
 
-/// `size mtime_ns` of the file: a new version of it (rewritten or replaced) changes either.
+/// `size mtime_ns` of the file at `path`: a new version of it (rewritten or replaced)
+/// changes either.
 fn stamp(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
+    stamp_of(&std::fs::metadata(path).ok()?)
+}
+
+fn stamp_of(meta: &std::fs::Metadata) -> Option<String> {
     let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
     Some(format!("{} {}", meta.len(), mtime))
+}
+
+/// The version of a parameter file that a load opened: the record's stamp, taken from the
+/// open file (fstat) rather than from its path. A check takes minutes; a file renamed over
+/// the path in that time is another file, and stamping the path after the check recorded
+/// that one, unchecked, as checked. Stamped from the file that was read, the record names
+/// the old version, which the path no longer has, so the new file is checked at its load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileVersion {
+    stamp: String,
+}
+
+impl FileVersion {
+    /// The version `file` (opened from the path a load reads) has now; None if it cannot
+    /// be told (then nothing is believed or recorded for it).
+    pub fn of(file: &File) -> Option<FileVersion> {
+        Some(FileVersion { stamp: stamp_of(&file.metadata().ok()?)? })
+    }
 }
 
 fn owner_ok(uid: u32) -> bool {
@@ -46,11 +71,19 @@ fn owner_ok(uid: u32) -> bool {
     uid == 0 || uid == unsafe { libc::geteuid() }
 }
 
+/// Whether a file with this metadata could only have been written by us or root: a regular
+/// file owned by our effective user or root that neither group nor others may write. The
+/// rule for records (with their directory, [`trusted`]), and for other files whose contents
+/// the daemon acts on unchecked (PCE cache files).
+pub fn private_file(meta: &std::fs::Metadata) -> bool {
+    meta.file_type().is_file() && owner_ok(meta.uid()) && meta.mode() & 0o022 == 0
+}
+
 /// Whether `record` could only have been written by us or root (see the module docs).
 /// Symlinks are not followed: a link could point at any file that happens to match.
 fn trusted(record: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(record) else { return false };
-    if !meta.file_type().is_file() || !owner_ok(meta.uid()) || meta.mode() & 0o022 != 0 {
+    if !private_file(&meta) {
         return false;
     }
     let dir = match record.parent() {
@@ -62,12 +95,21 @@ fn trusted(record: &Path) -> bool {
 
 /// Whether a trusted record says the current version of `path` passed the check.
 pub fn already_checked(path: &Path, records: Option<&Path>) -> bool {
-    let Some(now) = stamp(path) else { return false };
+    stamp(path).is_some_and(|now| stamp_checked(path, &now, records))
+}
+
+/// Whether a trusted record says `version` of `path` passed the check (a load asks about
+/// the file it opened, [`FileVersion`]).
+pub fn version_checked(path: &Path, version: &FileVersion, records: Option<&Path>) -> bool {
+    stamp_checked(path, &version.stamp, records)
+}
+
+fn stamp_checked(path: &Path, now: &str, records: Option<&Path>) -> bool {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let in_records = records.and_then(|d| in_dir(d, path)).filter(|r| trusted(r)).and_then(|r| std::fs::read_to_string(r).ok());
     if let Some(text) = in_records {
         let mut lines = text.lines();
-        if lines.next() == Some(&*canonical.to_string_lossy()) && lines.next().map(str::trim) == Some(now.as_str()) {
+        if lines.next() == Some(&*canonical.to_string_lossy()) && lines.next().map(str::trim) == Some(now) {
             return true;
         }
     }
@@ -76,13 +118,26 @@ pub fn already_checked(path: &Path, records: Option<&Path>) -> bool {
     trusted(&legacy) && std::fs::read_to_string(&legacy).is_ok_and(|t| t.trim() == now)
 }
 
-/// Record that the current version of `path` passed the check: in `records` (created if
-/// missing, mode 0750) when given, else beside the file. Best effort: a failure only means
-/// checking again next time, so it is logged, naming what to configure.
+/// Record that the current version of `path` passed the check; for a file's writer, who
+/// knows what it wrote ([`crate::srs::mark_checked`]). A load records the version it read
+/// instead: [`remember_version`].
 pub fn remember(path: &Path, records: Option<&Path>) {
-    let Some(now) = stamp(path) else { return };
+    if let Some(now) = stamp(path) {
+        remember_stamp(path, &now, records);
+    }
+}
+
+/// Record that `version` of `path` (the file a load opened and checked) passed the check:
+/// in `records` (created if missing, mode 0750) when given, else beside the file. Best
+/// effort: a failure only means checking again next time, so it is logged, naming what to
+/// configure.
+pub fn remember_version(path: &Path, version: &FileVersion, records: Option<&Path>) {
+    remember_stamp(path, &version.stamp, records);
+}
+
+fn remember_stamp(path: &Path, now: &str, records: Option<&Path>) {
     let result = match records {
-        Some(dir) => write_in_dir(dir, path, &now),
+        Some(dir) => write_in_dir(dir, path, now),
         None => write_record(&beside(path), now.as_bytes()).map(|()| beside(path)),
     };
     match result {
@@ -148,6 +203,28 @@ mod tests {
         let q = file(other.path(), "v28-x.params");
         remember(&p, Some(&records));
         assert!(!already_checked(&q, Some(&records)));
+    }
+
+    /// Issue #36 item 11b: a check takes minutes; a file renamed over the checked one in
+    /// that time is another file, and must not inherit the record.
+    #[test]
+    fn a_file_swapped_while_it_was_checked_is_not_recorded() {
+        let params = tempfile::tempdir().unwrap();
+        let records = params.path().join("records");
+        let p = file(params.path(), "v28-s.params");
+        let opened = File::open(&p).unwrap();
+        let version = FileVersion::of(&opened).unwrap();
+        // Renamed into place while the load was reading the old file.
+        let other = file(params.path(), "incoming");
+        std::fs::write(&other, b"other points, unchecked").unwrap();
+        std::fs::rename(&other, &p).unwrap();
+        remember_version(&p, &version, Some(&records));
+        assert!(!already_checked(&p, Some(&records)), "the swapped-in file counts as checked");
+        // Without a swap, the record is written as before.
+        let q = file(params.path(), "v28-t.params");
+        let opened = File::open(&q).unwrap();
+        remember_version(&q, &FileVersion::of(&opened).unwrap(), Some(&records));
+        assert!(already_checked(&q, Some(&records)));
     }
 
     #[test]

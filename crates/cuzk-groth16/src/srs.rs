@@ -22,6 +22,8 @@ use group::UncompressedEncoding;
 use memmap2::Mmap;
 use rayon::prelude::*;
 
+use crate::check_record::FileVersion;
+
 pub(crate) const G1_LEN: usize = 96;
 pub(crate) const G2_LEN: usize = 192;
 
@@ -150,7 +152,7 @@ impl Srs {
     /// Read and validate a `.params` file, keeping `Once` records in `records` (when given)
     /// so that the parameter directory itself may be read-only.
     pub fn load_with_records(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<Srs, SrsError> {
-        let (mmap, subgroup) = open(path, check, records)?;
+        let (mmap, subgroup, version) = open(path, check, records)?;
         let mut r = Reader { path, map: &mmap, offset: 0, subgroup, mapped: Some(&mmap) };
         let vk = r.vk()?;
         let h = r.g1_section("h")?;
@@ -162,8 +164,11 @@ impl Srs {
         let lens = QueryLens { h: h.len(), l: l.len(), a: a.len(), b_g1: b_g1.len(), b_g2: b_g2.len() };
         check_consistent(path, &lens, vk.ic.len())?;
         if subgroup {
-            // Checked now (Once or Always): remember it, so Once skips this version later.
-            crate::check_record::remember(path, records);
+            // Checked now (Once or Always): remember it, so Once skips this version later;
+            // the version read, whatever the path names by now.
+            if let Some(v) = &version {
+                crate::check_record::remember_version(path, v, records);
+            }
         } else if check == SubgroupCheck::Once {
             tracing::info!(path = %path.display(), "subgroup check skipped: this version of the file passed it before");
         }
@@ -265,25 +270,32 @@ pub fn mark_checked(path: &Path) {
 
 /// Read and validate a `.vk` file.
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
-    let (mmap, _) = open(path, SubgroupCheck::Always, None)?;
+    let (mmap, _, _) = open(path, SubgroupCheck::Always, None)?;
     let mut r = Reader { path, map: &mmap, offset: 0, subgroup: true, mapped: Some(&mmap) };
     let vk = r.vk()?;
     r.finish()?;
     Ok(vk)
 }
 
-fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mmap, bool), SrsError> {
+/// The file mapped, whether this load must check subgroups, and the version it mapped (for
+/// the record, see [`crate::check_record::FileVersion`]).
+fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mmap, bool, Option<FileVersion>), SrsError> {
     let io = |source| SrsError::Io { path: path.into(), source };
     let file = File::open(path).map_err(io)?;
     // SAFETY: the map is read-only and parameter files are never modified in place (they
     // are written elsewhere and renamed into the directory).
     let mmap = unsafe { Mmap::map(&file) }.map_err(io)?;
-    let subgroup = match check {
+    let version = FileVersion::of(&file);
+    Ok((mmap, must_check(path, check, records, version.as_ref()), version))
+}
+
+/// Whether a load of `version` of `path` must check subgroups.
+pub(crate) fn must_check(path: &Path, check: SubgroupCheck, records: Option<&Path>, version: Option<&FileVersion>) -> bool {
+    match check {
         SubgroupCheck::Skip => false,
         SubgroupCheck::Always => true,
-        SubgroupCheck::Once => !crate::check_record::already_checked(path, records),
-    };
-    Ok((mmap, subgroup))
+        SubgroupCheck::Once => !version.is_some_and(|v| crate::check_record::version_checked(path, v, records)),
+    }
 }
 
 struct Reader<'a> {

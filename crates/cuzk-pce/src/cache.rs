@@ -22,13 +22,19 @@
 //! ```
 //!
 //! The identity string names the circuit (e.g. registered proof + version); a file written
-//! for another circuit is refused rather than producing garbage proofs. Writes are atomic
-//! (temporary file in the same directory, fsync, rename), so a crash leaves the old file or
-//! none, never a torn one; a reader that mapped the old file keeps its (unlinked) inode.
+//! for another circuit is refused rather than producing garbage proofs, and so is a file that
+//! anyone but the daemon's user or root could have written (the rule subgroup-check records
+//! follow, `cuzk_groth16::check_record::private_file`): its matrices decide what is proved.
+//! Writes are atomic (temporary file in the same directory, fsync, rename), so a crash
+//! leaves the old file or none, never a torn one; a reader that mapped the old file keeps
+//! its (unlinked) inode. A killed save leaves its temporary file behind (gigabytes at
+//! 32 GiB): [`sweep_temp_files`] removes those when the cache is opened.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,6 +46,9 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 use crate::matrix::{Csr, RowPtr, RowPtrView, Storage};
 use crate::PreCompiled;
+
+mod temp;
+pub use temp::{sweep_temp_files, TEMP_MIN_AGE, TEMP_PREFIX};
 
 const MAGIC: [u8; 8] = *b"CUZKPCE\0";
 /// Bump on any change of the layout or of what is recorded (2: coefficient tables always
@@ -72,6 +81,11 @@ pub enum CacheError {
     Identity { path: PathBuf, found: String, expected: String },
     #[error("PCE cache {path}: payload checksum mismatch (corrupt data)")]
     PayloadChecksum { path: PathBuf },
+    #[error(
+        "PCE cache {path}: owner uid {uid}, mode {mode:o}: not used, since only a file of the daemon's user or \
+         root that neither group nor others may write is trusted"
+    )]
+    Untrusted { path: PathBuf, uid: u32, mode: u32 },
     #[error("PCE cache {path}: malformed: {what}")]
     Malformed { path: PathBuf, what: String },
     #[error("PCE cache: {0}")]
@@ -213,7 +227,12 @@ pub fn save(pc: &PreCompiled, path: &Path, identity: &str) -> Result<(), CacheEr
     let payload_offset = align_up((FIXED_HEADER + id.len()) as u64, PAGE as u64).unwrap();
 
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err)?;
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir).map_err(io_err)?;
+    // Held until the file is renamed into place (or the process dies, and the kernel drops
+    // it): it tells another process's sweep that this file is still being written. Best
+    // effort: without it the sweep goes by age alone.
+    // SAFETY: flock on a descriptor this function owns.
+    let _ = unsafe { libc::flock(tmp.as_file().as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     {
         // Payload first (the header carries its checksum), then the header.
         let mut w = BufWriter::with_capacity(8 << 20, tmp.as_file_mut());
@@ -277,7 +296,12 @@ pub fn load(path: &Path, identity: &str) -> Result<PreCompiled, CacheError> {
     }
     let p = || path.to_path_buf();
     let file = File::open(path).map_err(|source| CacheError::Io { path: p(), source })?;
-    let len = file.metadata().map_err(|source| CacheError::Io { path: p(), source })?.len();
+    // The open file's own metadata, so what is checked is what is mapped.
+    let meta = file.metadata().map_err(|source| CacheError::Io { path: p(), source })?;
+    if !cuzk_groth16::check_record::private_file(&meta) {
+        return Err(CacheError::Untrusted { path: p(), uid: meta.uid(), mode: meta.mode() & 0o7777 });
+    }
+    let len = meta.len();
     if len < FIXED_HEADER as u64 {
         return Err(CacheError::Truncated { path: p(), len, needed: FIXED_HEADER as u64 });
     }
@@ -453,6 +477,26 @@ mod tests {
         assert_eq!(loaded, pc, "the matrices read back from the file after madvise(DONTNEED)");
         pc.drop_mapped_pages(); // in-memory matrices: nothing to give back, nothing changes
         assert_eq!(loaded, pc);
+    }
+
+    /// Issue #36 item 11c: a cache file is trusted as much as the code it steers (its
+    /// matrices decide what is proved): one that others could have written is not used.
+    #[test]
+    fn files_others_could_write_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("small.pce");
+        save(&crate::extract(Small).unwrap(), &path, "small").unwrap();
+        load(&path, "small").unwrap();
+        for mode in [0o666, 0o646, 0o660, 0o620] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            match load(&path, "small") {
+                Err(e @ CacheError::Untrusted { .. }) => assert!(e.to_string().contains(&*path.to_string_lossy()), "{e}"),
+                other => panic!("a file of mode {mode:o}: {other:?}"),
+            }
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        load(&path, "small").unwrap();
     }
 
     #[test]

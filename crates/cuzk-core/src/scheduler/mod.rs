@@ -468,6 +468,12 @@ impl Scheduler {
         self.shared.timeline.csv()
     }
 
+    /// A job's tag in the timeline: what unauthenticated views show instead of its id (see
+    /// `timeline`).
+    pub fn job_tag(&self, job_id: &str) -> String {
+        self.shared.timeline.job_tag(job_id)
+    }
+
     /// Forget terminal jobs that ended more than the retention window ago.
     pub fn prune(&self) -> usize {
         let retention = Duration::from_secs(self.shared.config.daemon.job_retention_secs);

@@ -86,20 +86,20 @@ pub fn load_into(path: &Path, check: SubgroupCheck, records: Option<&Path>, sink
 pub(crate) fn load_chunked(path: &Path, check: SubgroupCheck, records: Option<&Path>, sink: &dyn QuerySink, chunk: usize) -> Result<Option<Srs>, SrsError> {
     let io = |source| SrsError::Io { path: path.into(), source };
     let file = File::open(path).map_err(io)?;
+    // The version opened is the one checked and recorded (check_record::FileVersion).
+    let version = crate::check_record::FileVersion::of(&file);
     let shape = read_shape(path, &file)?;
     let id = Srs::next_id();
     let Some(mut taker) = sink.begin(path, id, &shape.lens) else { return Ok(None) };
-    let subgroup = match check {
-        SubgroupCheck::Skip => false,
-        SubgroupCheck::Always => true,
-        SubgroupCheck::Once => !crate::check_record::already_checked(path, records),
-    };
+    let subgroup = srs::must_check(path, check, records, version.as_ref());
     let on_device = subgroup && taker.checks_subgroup();
     advise(&file, 0, 0, libc::POSIX_FADV_SEQUENTIAL);
     stream(path, &file, &shape, chunk, subgroup && !on_device, on_device, &mut *taker)?;
     taker.finish().map_err(|reason| SrsError::Inconsistent { path: path.into(), reason: format!("handing the parameters to the devices: {reason}") })?;
     if subgroup {
-        crate::check_record::remember(path, records);
+        if let Some(v) = &version {
+            crate::check_record::remember_version(path, v, records);
+        }
         tracing::info!(path = %path.display(), on = if on_device { "device" } else { "cpu" }, "subgroup check passed");
     } else if check == SubgroupCheck::Once {
         tracing::info!(path = %path.display(), "subgroup check skipped: this version of the file passed it before");

@@ -164,6 +164,44 @@ fn a_passed_check_is_recorded_and_skipped_on_the_next_load() {
     assert!(matches!(e, SrsError::BadPoint { section: "b_g2", .. }), "{e}");
 }
 
+/// A sink that, when the load offers it the key (after the file was opened, before it is
+/// checked), has another file renamed over the path, as an update landing mid-load would;
+/// then it takes the key as [`Collect`] does.
+struct SwapOnBegin {
+    incoming: PathBuf,
+    inner: Collect,
+}
+
+impl QuerySink for SwapOnBegin {
+    fn begin(&self, path: &Path, id: u64, lens: &crate::QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
+        std::fs::rename(&self.incoming, path).unwrap();
+        self.inner.begin(path, id, lens)
+    }
+}
+
+/// Issue #36 item 11b: the load checks the file it opened; one renamed over it meanwhile is
+/// not recorded as checked, and its own load checks it (and finds its bad point).
+#[test]
+fn a_file_renamed_in_during_a_checked_load_is_not_recorded_as_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let path = dir.path().join("p.params");
+    write(&params(), &path);
+    let mut bad = params();
+    bad.l[3] = g1_outside(&mut ChaCha8Rng::seed_from_u64(5));
+    let incoming = dir.path().join("incoming");
+    write(&bad, &incoming);
+    // The same size; an mtime of its own, as a copied file keeps its source's (the record's
+    // identity is size and mtime, and two files written within a clock tick share one).
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&incoming).unwrap().set_modified(earlier).unwrap();
+    let sink = SwapOnBegin { incoming, inner: Collect::default() };
+    load_chunked(&path, SubgroupCheck::Once, Some(&records), &sink, 16).unwrap().expect("the opened file passes");
+    assert!(!crate::check_record::already_checked(&path, Some(&records)), "the file renamed in is recorded as checked");
+    let e = load_chunked(&path, SubgroupCheck::Once, Some(&records), &Collect::default(), 16).err().expect("the bad point is found");
+    assert!(matches!(e, SrsError::BadPoint { section: "l", index: 3, .. }), "{e}");
+}
+
 #[test]
 fn points_in_the_subgroup_pass_whatever_their_origin() {
     // Random subgroup points (not a generated setup's structure) written as a file.
