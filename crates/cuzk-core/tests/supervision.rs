@@ -132,36 +132,14 @@ fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
     s.shutdown(Duration::from_secs(60));
 }
 
-/// A backend whose every device was lost to a sticky error (what `CudaProver::usable` reports
-/// then): the scheduler says so, and the daemon exits non-zero on it (cuzk-daemon's main).
-struct LostBackend;
-
-impl cuzk_groth16::ProverBackend for LostBackend {
-    fn name(&self) -> String {
-        "lost".into()
-    }
-
-    fn prove(
-        &self,
-        _srs: &cuzk_groth16::Srs,
-        _w: cuzk_groth16::ProvingAssignment,
-        _rs: cuzk_groth16::Randomness,
-        _label: &cuzk_groth16::WorkLabel,
-    ) -> Result<(cuzk_groth16::Proof, cuzk_groth16::ProveTimings), cuzk_groth16::ProveError> {
-        Err(cuzk_groth16::ProveError::Backend { backend: self.name(), message: "every device lost".into() })
-    }
-
-    fn usable(&self) -> bool {
-        false
-    }
-}
-
 #[test]
 fn the_scheduler_reports_a_backend_that_can_never_prove_again() {
     let cpu = scheduler();
     assert!(cpu.backend_usable(), "the CPU backend is always usable");
     cpu.shutdown(Duration::from_secs(5));
-    let lost = Scheduler::start(config(), Some(Arc::new(LostBackend))).unwrap();
+    // Every device lost to a sticky error, what `CudaProver::usable` reports then: the daemon
+    // exits non-zero on it (cuzk-daemon's main).
+    let lost = Scheduler::start(config(), Some(Arc::new(OneDevice::lost()))).unwrap();
     assert!(!lost.backend_usable());
     lost.shutdown(Duration::from_secs(5));
 }
@@ -172,6 +150,12 @@ fn the_scheduler_reports_a_backend_that_can_never_prove_again() {
 struct OneDevice {
     lost: std::sync::atomic::AtomicBool,
     stalled_jobs: parking_lot::Mutex<Vec<String>>,
+}
+
+impl OneDevice {
+    fn lost() -> Self {
+        OneDevice { lost: true.into(), ..Default::default() }
+    }
 }
 
 impl cuzk_groth16::ProverBackend for OneDevice {
