@@ -34,7 +34,8 @@ pub struct DaemonConfig {
     pub log_level: String,
     /// On SIGTERM, how long running jobs may take to finish before they are cancelled.
     pub shutdown_grace_secs: u64,
-    /// How long finished jobs stay queryable (AwaitProof, duplicate request ids).
+    /// How long finished jobs stay queryable (AwaitProof, duplicate request ids): from when
+    /// they finished, or were last handed back for a resubmitted request id if later.
     pub job_retention_secs: u64,
     /// Largest gRPC message accepted or sent.
     pub max_message_bytes: usize,
