@@ -34,15 +34,17 @@ pub struct DaemonConfig {
     pub log_level: String,
     /// On SIGTERM, how long running jobs may take to finish before they are cancelled.
     pub shutdown_grace_secs: u64,
-    /// How long finished jobs stay queryable (AwaitProof, duplicate request ids).
+    /// How long finished jobs stay queryable (AwaitProof, duplicate request ids): from when
+    /// they finished, or were last handed back for a resubmitted request id if later.
     pub job_retention_secs: u64,
     /// Largest gRPC message accepted or sent.
     pub max_message_bytes: usize,
     /// Submits decoded and split into partitions at once (each can briefly hold its message
     /// two or three times over: up to 256 MiB each); a submit that finds no slot within
-    /// 10 s is RESOURCE_EXHAUSTED. Also how many SubmitProof/Prove messages are received at
-    /// once, before tonic reads them (a call waiting longer than 30 s for that is
-    /// RESOURCE_EXHAUSTED with its message unread).
+    /// 10 s is RESOURCE_EXHAUSTED. Also how many SubmitProof/Prove messages are received, or
+    /// received and waiting for a decoding slot, at once (a call waiting longer than 30 s to
+    /// be let in is RESOURCE_EXHAUSTED with its message unread): at most twice this many
+    /// large messages are in the daemon at once.
     pub max_concurrent_decodes: usize,
     /// Where the daemon keeps what it learns about the parameters (subgroup-check records,
     /// the PCE cache by default), so the parameter directory may be read-only. Empty: see

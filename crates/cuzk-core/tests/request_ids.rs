@@ -2,7 +2,8 @@
 //! 2 KiB WindowPoSt and WinningPoSt work). An id re-attaches to a queued, running or completed
 //! job with identical inputs; different inputs under a used id (Curio's WindowPoSt partitions
 //! share one id) are proved afresh, each with its own proof; a failed or cancelled job (Curio
-//! retries PoRep and SnapDeals under the same id) is never handed back.
+//! retries PoRep and SnapDeals under the same id) is never handed back; a job handed back is
+//! not pruned before its client can await it.
 
 mod common;
 
@@ -181,5 +182,37 @@ fn a_cancelled_job_is_proved_afresh() {
     let retry = submit(&s, WDPOST_ID, window());
     assert!(!retry.existing && retry.job_id != cancelled.job_id, "a cancelled job is never handed back");
     wait_verified(&s, &retry.job_id, ProofKind::WindowPostPartition);
+    s.shutdown(Duration::from_secs(10));
+}
+
+/// Issue #36 item 8: a completed job handed back for a resubmitted id is still there when the
+/// client awaits it, even if its retention had run out and the pruner runs in between. The
+/// job finished longer ago than `job_retention_secs` (2 s here) but is not pruned yet (the
+/// daemon prunes every 30 s), a resubmission is answered with it, the prune is forced before
+/// the await: the await returns the proof (it was NOT_FOUND: the server had just named the
+/// job). The hand-out starts its retention over, and once that has run out it goes too.
+#[test]
+fn a_completed_job_handed_back_survives_a_prune_before_its_await() {
+    let mut config = Config::default();
+    config.srs.param_dir = common::fixture().dir.join("params");
+    config.daemon.job_retention_secs = 2;
+    let retention = Duration::from_secs(2);
+    let s = Scheduler::start(config, None).unwrap();
+    let first = submit(&s, WDPOST_ID, window());
+    let proof = wait_verified(&s, &first.job_id, ProofKind::WindowPostPartition);
+    std::thread::sleep(retention + Duration::from_millis(100));
+    let again = submit(&s, WDPOST_ID, window());
+    assert!(again.existing && again.job_id == first.job_id, "the completed job is handed back");
+    let pruned = s.prune();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    match rt.block_on(s.await_job(&again.job_id, Some(Duration::from_secs(5)))) {
+        Ok(AwaitOutcome::Done(r)) => assert_eq!(r.proof, proof, "the job's own proof"),
+        Ok(AwaitOutcome::TimedOut) => panic!("a completed job timed out"),
+        Err(e) => panic!("the job the server just handed out is gone ({pruned} pruned): {e}"),
+    }
+    assert_eq!(pruned, 0);
+    std::thread::sleep(retention + Duration::from_millis(100));
+    assert_eq!(s.prune(), 1, "retention counts from the hand-out, then the job is forgotten");
+    assert!(s.job(&first.job_id).is_none());
     s.shutdown(Duration::from_secs(10));
 }

@@ -18,6 +18,8 @@ use cuzk_proto::v1::{
 };
 use tonic::{Request, Response, Status};
 
+use crate::receive_gate::Received;
+
 /// How long a submit waits for a decoding slot (`daemon.max_concurrent_decodes`) before it is
 /// refused with RESOURCE_EXHAUSTED: long enough to ride out a burst (a deadline's WindowPoSt
 /// partitions at once), short enough that a flood is turned away, not queued in memory.
@@ -39,8 +41,12 @@ impl Service {
     }
 
     /// Convert, validate and enqueue one request (decoding runs on a blocking thread, at most
-    /// `daemon.max_concurrent_decodes` at once).
-    async fn submit(&self, msg: SubmitProofRequest) -> Result<SubmitProofResponse, Status> {
+    /// `daemon.max_concurrent_decodes` at once). `received` is the message's admission by the
+    /// receive gate: its receiving slot is kept while the message waits here for a decoding
+    /// slot, and handed over once it has one, so that received messages waiting here count
+    /// against the gate's bound (receive_gate.rs: at most 2 × max_concurrent_decodes large
+    /// messages in the daemon).
+    async fn submit(&self, msg: SubmitProofRequest, received: Option<Received>) -> Result<SubmitProofResponse, Status> {
         let (request_id, priority, request) = to_engine_request(msg)?;
         let slot = match tokio::time::timeout(self.decode_wait, self.decodes.clone().acquire_owned()).await {
             Ok(Ok(permit)) => permit,
@@ -52,12 +58,17 @@ impl Service {
                 )));
             }
         };
+        if let Some(r) = &received {
+            r.hand_over();
+        }
         let scheduler = self.scheduler.clone();
         let rid = request_id.clone();
         // The slot moves into the blocking task: held while the decoding really runs, even if
-        // the client goes away meanwhile.
+        // the client goes away meanwhile. The admission too: the message is in the daemon
+        // until the decoding is done (the gate's count of resident messages).
         let outcome = tokio::task::spawn_blocking(move || {
             let _slot = slot;
+            let _received = received;
             scheduler.submit(&rid, priority, request)
         })
             .await
@@ -176,8 +187,9 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 #[tonic::async_trait]
 impl ProvingEngine for Service {
-    async fn submit_proof(&self, request: Request<SubmitProofRequest>) -> Result<Response<SubmitProofResponse>, Status> {
-        self.submit(request.into_inner()).await.map(Response::new)
+    async fn submit_proof(&self, mut request: Request<SubmitProofRequest>) -> Result<Response<SubmitProofResponse>, Status> {
+        let received = Received::take(request.extensions_mut());
+        self.submit(request.into_inner(), received).await.map(Response::new)
     }
 
     async fn await_proof(&self, request: Request<AwaitProofRequest>) -> Result<Response<AwaitProofResponse>, Status> {
@@ -186,9 +198,10 @@ impl ProvingEngine for Service {
         self.wait(&m.job_id, timeout).await.map(Response::new)
     }
 
-    async fn prove(&self, request: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
+    async fn prove(&self, mut request: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
+        let received = Received::take(request.extensions_mut());
         let submit = request.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
-        let job = self.submit(submit).await?;
+        let job = self.submit(submit, received).await?;
         let result = self.wait(&job.job_id, None).await?;
         Ok(Response::new(ProveResponse { result: Some(result) }))
     }
@@ -320,13 +333,99 @@ mod tests {
         svc.decode_wait = Duration::ZERO;
         let garbage = || SubmitProofRequest { proof_kind: 1, registered_proof: 5, sector_size: 2048, vanilla_proof: b"{".to_vec(), ..Default::default() };
         let taken = svc.decodes.clone().acquire_many_owned(2).await.unwrap();
-        let e = svc.submit(garbage()).await.unwrap_err();
+        let e = svc.submit(garbage(), None).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
         assert!(e.message().contains("max_concurrent_decodes"), "{e:?}");
         drop(taken);
-        let e = svc.submit(garbage()).await.unwrap_err();
+        let e = svc.submit(garbage(), None).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::InvalidArgument, "a free slot lets the request be decoded: {e:?}");
         assert_eq!(svc.decodes.available_permits(), 2, "the slot is returned after decoding");
+        scheduler.shutdown(Duration::from_secs(5));
+    }
+
+    /// Issue #36 item 4: what bounds large messages is how many are in the daemon, not only
+    /// how many are being received. One decoding slot (`max_concurrent_decodes = 1`), held by
+    /// the test as a decode in progress; eight clients, each on its own connection, send a
+    /// 64 MiB SubmitProof at once. While the decode is held, only one message may be in: let
+    /// in and waiting for the decoding slot (the old gate let each one go at the end of its
+    /// body, and all eight waited in their handlers, 512 MiB). Once it is let go, one is
+    /// decoded while the next waits: never more than two, counted by the gate from when it
+    /// lets a message in until the handler has decoded or refused it. Every message is then
+    /// decoded (and refused as garbage), none turned away.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn large_messages_in_the_daemon_are_bounded_while_a_decode_is_held() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        use cuzk_proto::client::ProvingEngineClient;
+        use cuzk_proto::server::ProvingEngineServer;
+
+        use crate::receive_gate::ReceiveGate;
+
+        const CLIENTS: usize = 8;
+        const MESSAGE: usize = 64 << 20;
+        let mut config = cuzk_core::Config::default();
+        config.gpus.backend = "cpu".into();
+        config.daemon.max_concurrent_decodes = 1;
+        let scheduler = Scheduler::start(config, None).unwrap();
+        let svc = Service::new(scheduler.clone());
+        let held = svc.decodes.clone().acquire_owned().await.unwrap();
+        // Long waits: here nothing may be refused for want of a slot, only be bounded.
+        let gate = ReceiveGate::new(ProvingEngineServer::new(svc.clone()).max_decoding_message_size(MESSAGE + (1 << 20)), 1, Duration::from_secs(300));
+        let resident = gate.resident();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(gate)
+                .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async { stopped.await.unwrap_or(()) }),
+        );
+        // The most messages ever in at once, sampled until the clients are done.
+        let (peak, done) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let sampler = {
+            let (resident, peak, done) = (resident.clone(), peak.clone(), done.clone());
+            tokio::spawn(async move {
+                while !done.load(Ordering::SeqCst) {
+                    peak.fetch_max(resident.load(Ordering::SeqCst), Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+        };
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|i| {
+                tokio::spawn(async move {
+                    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+                    let msg = SubmitProofRequest {
+                        request_id: format!("large-{i}"),
+                        proof_kind: 1,
+                        registered_proof: 5,
+                        sector_size: 2048,
+                        vanilla_proof: vec![b'{'; MESSAGE],
+                        ..Default::default()
+                    };
+                    ProvingEngineClient::new(channel).submit_proof(msg).await
+                })
+            })
+            .collect();
+        // Long enough for all eight to be received several times over (each takes well under
+        // a second here), had nothing held them back.
+        let start = std::time::Instant::now();
+        while resident.load(Ordering::SeqCst) < CLIENTS && start.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(resident.load(Ordering::SeqCst), 1, "messages in the daemon while the only decoding slot is held");
+        drop(held);
+        for (i, c) in clients.into_iter().enumerate() {
+            let e = c.await.unwrap().expect_err("garbage is refused");
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "client {i} was decoded, not turned away: {e:?}");
+        }
+        done.store(true, Ordering::SeqCst);
+        sampler.await.unwrap();
+        let peak = peak.load(Ordering::SeqCst);
+        assert!(peak <= 2, "{peak} messages of {MESSAGE} bytes were in the daemon at once with max_concurrent_decodes = 1");
+        assert_eq!(resident.load(Ordering::SeqCst), 0, "every message was let go of");
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
         scheduler.shutdown(Duration::from_secs(5));
     }
 

@@ -83,6 +83,9 @@ pub(crate) struct Progress {
     pub phase: Phase,
     pub started: Option<Instant>,
     pub finished: Option<Instant>,
+    /// When a resubmission under its request id was last answered with this job: pruning
+    /// keeps it for the retention window from then too (see `Scheduler::prune`).
+    pub handed_out: Option<Instant>,
     pub proved: Vec<ProvedPartition>,
     pub srs_load: Duration,
     /// Sums over the partitions proved so far.
@@ -136,6 +139,7 @@ impl Job {
                 phase: Phase::Queued,
                 started: None,
                 finished: None,
+                handed_out: None,
                 proved: Vec::new(),
                 srs_load: Duration::ZERO,
                 synthesis: Duration::ZERO,

@@ -312,11 +312,20 @@ impl Scheduler {
 
     /// The job `request_id` names, if a request with inputs `digest` may be answered with it
     /// (`inputs::reusable`). `ids` is the locked request-id map.
+    ///
+    /// The job is stamped as handed out: the client awaits it in a call of its own, and a
+    /// completed job found here may be past its retention, not yet pruned (the daemon prunes
+    /// every 30 s); pruned in between, the id the server just named was NOT_FOUND (issue #36,
+    /// item 8). Awaiting the job's Arc instead would cover only Prove, which awaits in the
+    /// same call. The stamp is made under the request-id lock, which `prune` takes before it
+    /// decides, so a prune either ran before the lookup (which then found nothing and the
+    /// request is proved afresh) or sees the stamp.
     fn existing(&self, ids: &HashMap<String, Vec<String>>, request_id: &str, digest: &InputDigest) -> Option<SubmitOutcome> {
         if request_id.is_empty() {
             return None;
         }
         let job = ids.get(request_id)?.iter().rev().filter_map(|id| self.job(id)).find(|job| reusable(job, digest))?;
+        job.progress.lock().handed_out = Some(Instant::now());
         Some(SubmitOutcome { job_id: job.id.clone(), queue_position: 0, existing: true })
     }
 
@@ -474,7 +483,9 @@ impl Scheduler {
         self.shared.timeline.job_tag(job_id)
     }
 
-    /// Forget terminal jobs that ended more than the retention window ago.
+    /// Forget terminal jobs that ended more than the retention window ago and were not handed
+    /// back for a resubmitted request id within it either (see `existing`): such a client
+    /// gets the same window to await the job as one that submitted it.
     pub fn prune(&self) -> usize {
         let retention = Duration::from_secs(self.shared.config.daemon.job_retention_secs);
         let sh = &self.shared;
@@ -483,7 +494,11 @@ impl Scheduler {
         let mut jobs = sh.jobs.lock();
         let old: Vec<String> = jobs
             .values()
-            .filter(|j| j.progress.lock().finished.is_some_and(|f| f.elapsed() > retention))
+            .filter(|j| {
+                let p = j.progress.lock();
+                let past = |t: Option<Instant>| t.is_none_or(|t| t.elapsed() > retention);
+                p.finished.is_some() && past(p.finished) && past(p.handed_out)
+            })
             .map(|j| j.id.clone())
             .collect();
         for id in &old {
