@@ -81,6 +81,9 @@ enum Command {
     Single(client::single::Args),
     /// Prove many fixture proofs through cuzk-daemon, several at once; latency and throughput.
     Batch(client::batch::Args),
+    /// Many clients (default 200) for a fixed time against cuzk-daemon, each mixing good
+    /// fixture proofs (verified), bad requests and oversized messages; counts every answer.
+    Load(client::load::Args),
     /// Show cuzk-daemon's queues, resident parameters, totals and memory use.
     Status(client::status::Args),
     /// Print cuzk-daemon's Prometheus metrics.
@@ -135,6 +138,7 @@ fn main() -> anyhow::Result<()> {
         Command::PceBench(args) => pce_bench::run(&args),
         Command::Single(args) => client::block_on(client::single::run(&addr, args)),
         Command::Batch(args) => client::block_on(client::batch::run(&addr, args)),
+        Command::Load(args) => client::block_on(client::load::run(&addr, args)),
         Command::Status(args) => client::block_on(client::status::run(&addr, args)),
         Command::Metrics => client::block_on(client::status::metrics(&addr)),
         Command::Preload { circuit_id } => client::block_on(client::admin::preload(&addr, circuit_id)),

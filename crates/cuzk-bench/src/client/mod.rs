@@ -1,12 +1,14 @@
 //! `cuzk-bench` as a client of `cuzk-daemon` (the `cuzk.v1.ProvingEngine` gRPC API): one
-//! proof (`single`), many (`batch`), `status`, `metrics`, parameter residency (`preload`,
-//! `evict`), `cancel`; plus `gen-vanilla`, which makes Curio-encoded vanilla proofs from a
-//! real sealed sector (no daemon needed). One module per subcommand; shared helpers here.
+//! proof (`single`), many (`batch`), many clients mixing good, bad and oversized requests
+//! (`load`), `status`, `metrics`, parameter residency (`preload`, `evict`), `cancel`; plus
+//! `gen-vanilla`, which makes Curio-encoded vanilla proofs from a real sealed sector (no
+//! daemon needed). One module per subcommand; shared helpers here.
 
 pub mod admin;
 pub mod batch;
 pub mod connect;
 pub mod gen_vanilla;
+pub mod load;
 pub mod single;
 pub mod status;
 
