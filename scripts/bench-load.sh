@@ -69,12 +69,23 @@ cg_setup() {
         [[ -f $cg/memory.events ]] || errors+=("$cg has no memory.events (files: $(ls "$cg" | tr '\n' ' '))")
     fi
     if [[ ${#errors[@]} -gt 0 ]]; then
-        for e in "${errors[@]}"; do echo "cgroup: FAILED: $e" >&2; done
+        for e in "${errors[@]}"; do echo "cgroup: v2: FAILED: $e" >&2; done
         [[ -n $cg ]] && rmdir "$cg"
         cg=
-        return 1
+        cg_setup_v1
+        return
     fi
     echo "cgroup: $cg with memory.max = $(cat "$cg/memory.max") ($CGROUP_MAX)"
+}
+# A hybrid host keeps the memory controller in v1 (/sys/fs/cgroup/memory), whose
+# memory.limit_in_bytes the daemon reads too.
+cg_setup_v1() {
+    local root=/sys/fs/cgroup/memory err
+    [[ $(stat -f -c %T "$root" 2>/dev/null) == cgroup ]] || { echo "cgroup: no v1 memory hierarchy at $root either" >&2; return 1; }
+    cg=$root/cuzk-load
+    err=$( { mkdir "$cg" && echo "$CGROUP_MAX" > "$cg/memory.limit_in_bytes"; } 2>&1 ) || {
+        echo "cgroup: v1: FAILED: $err" >&2; rmdir "$cg" 2>/dev/null; cg=; return 1; }
+    echo "cgroup: $cg with memory.max = $(cat "$cg/memory.limit_in_bytes") ($CGROUP_MAX, cgroup v1 memory.limit_in_bytes)"
 }
 if [[ -n ${CGROUP_MAX:-} ]]; then
     cg_setup 2>&1 | tee "$work/cgroup.txt"
@@ -128,7 +139,7 @@ trap stop_daemon EXIT
 sampler=$!
 for _ in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
 [[ -S $sock ]] || { echo "daemon did not start"; tail -20 "$work/daemon.log"; exit 1; }
-[[ -n $cg ]] && echo "cgroup: daemon pid $daemon in $(grep '^0::' /proc/$daemon/cgroup)"
+[[ -n $cg ]] && echo "cgroup: daemon pid $daemon in $(grep -E '^0::|:memory:' /proc/$daemon/cgroup | tr '\n' ' ')"
 cz() { "$bin/cuzk-bench" --addr "$addr" "$@"; }
 budget=$(cz status --json | sed -n 's/.*"pinned_memory_limit_bytes": \([0-9]*\).*/\1/p')
 echo "daemon budget (GetStatus pinned_memory_limit_bytes): $budget bytes = $(mib "$budget") MiB"
@@ -168,9 +179,12 @@ echo "RSS samples: $(wc -l < "$work/rss.txt") (every 0.5 s)"
 echo "peak RSS before the load (start, preloads): $(peak 0 "$t_load") MiB"
 echo "peak RSS during the load and drain: $(peak "$t_load" "$t_end") MiB"
 echo "RSS at the end of the load: $(awk -v b="$t_end" '$1 <= b {r = $2} END {print int(r / 1024)}' "$work/rss.txt") MiB; VmHWM (kernel's peak, whole life): $(( ${hwm:-0} / 1024 )) MiB"
-if [[ -n $cg ]]; then
+if [[ -n $cg && -f $cg/memory.max ]]; then
     echo "cgroup: memory.max $(cat "$cg/memory.max"), memory.current $(mib "$(cat "$cg/memory.current")") MiB, memory.peak $( [[ -f $cg/memory.peak ]] && echo "$(mib "$(cat "$cg/memory.peak")") MiB" || echo n/a)"
     echo "cgroup: memory.events: $(tr '\n' ' ' < "$cg/memory.events")"
+elif [[ -n $cg ]]; then
+    echo "cgroup: v1 memory.limit_in_bytes $(mib "$(cat "$cg/memory.limit_in_bytes")") MiB, usage $(mib "$(cat "$cg/memory.usage_in_bytes")") MiB, max usage $(mib "$(cat "$cg/memory.max_usage_in_bytes")") MiB, failcnt $(cat "$cg/memory.failcnt")"
+    echo "cgroup: memory.oom_control: $(tr '\n' ' ' < "$cg/memory.oom_control")"
 fi
 grep -c ' WARN ' "$work/daemon.log" | sed 's/^/daemon log: WARN lines: /'
 grep -c ' ERROR ' "$work/daemon.log" | sed 's/^/daemon log: ERROR lines: /'

@@ -363,10 +363,39 @@ fn mem_available() -> Option<u64> {
 /// or None when there is no limit or no cgroup v2.
 fn cgroup_room() -> Option<u64> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    // cgroup v2: one line "0::/path".
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
-    let dir = std::path::Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
-    cgroup_room_in(&dir)
+    let mut rooms = Vec::new();
+    // cgroup v2: the line "0::/path", its hierarchy at /sys/fs/cgroup, or at
+    // /sys/fs/cgroup/unified on a host that mounts v1 and v2 side by side.
+    if let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) {
+        let path = path.trim().trim_start_matches('/');
+        for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+            rooms.extend(cgroup_room_in(&std::path::Path::new(root).join(path)));
+        }
+    }
+    // cgroup v1: the line "N:<controllers>:/path" whose controllers include memory (hybrid
+    // hosts keep the memory controller there; a limit there bounds us all the same).
+    if let Some(path) = own.lines().find_map(v1_memory_path) {
+        rooms.extend(cgroup_v1_room_in(&std::path::Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'))));
+    }
+    rooms.into_iter().min()
+}
+
+/// The path of a /proc/self/cgroup line of the v1 memory controller.
+fn v1_memory_path(line: &str) -> Option<&str> {
+    let mut fields = line.splitn(3, ':');
+    let (_id, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+    controllers.split(',').any(|c| c == "memory").then_some(path.trim())
+}
+
+/// A v1 memory cgroup's limit less its usage; None without a limit (v1 writes one near
+/// 2^63 then).
+fn cgroup_v1_room_in(dir: &std::path::Path) -> Option<u64> {
+    let limit: u64 = std::fs::read_to_string(dir.join("memory.limit_in_bytes")).ok()?.trim().parse().ok()?;
+    if limit >= 1 << 60 {
+        return None;
+    }
+    let usage: u64 = std::fs::read_to_string(dir.join("memory.usage_in_bytes")).ok()?.trim().parse().ok()?;
+    Some(limit.saturating_sub(usage))
 }
 
 fn cgroup_room_in(dir: &std::path::Path) -> Option<u64> {
@@ -505,5 +534,21 @@ mod tests {
         std::fs::write(dir.path().join("memory.max"), "4096\n").unwrap();
         assert_eq!(cgroup_room_in(dir.path()), Some(3096));
         assert!(MemoryBudget::default_limit() > 0);
+    }
+
+    /// A v1 memory limit (hybrid hosts keep the memory controller in v1) bounds the default
+    /// budget too; it used to be read from v2's memory.max alone.
+    #[test]
+    fn a_v1_memory_cgroup_is_read_too() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("memory.usage_in_bytes"), "1000\n").unwrap();
+        std::fs::write(dir.path().join("memory.limit_in_bytes"), "9223372036854771712\n").unwrap();
+        assert_eq!(cgroup_v1_room_in(dir.path()), None, "no limit");
+        std::fs::write(dir.path().join("memory.limit_in_bytes"), "4096\n").unwrap();
+        assert_eq!(cgroup_v1_room_in(dir.path()), Some(3096));
+        assert_eq!(v1_memory_path("7:memory:/system.slice/cuzk.service"), Some("/system.slice/cuzk.service"));
+        assert_eq!(v1_memory_path("4:cpu,cpuacct,memory:/x"), Some("/x"));
+        assert_eq!(v1_memory_path("3:cpuset:/x"), None);
+        assert_eq!(v1_memory_path("0::/x"), None);
     }
 }
