@@ -81,7 +81,7 @@ cg_setup() {
 # memory.limit_in_bytes the daemon reads too.
 cg_setup_v1() {
     local root=/sys/fs/cgroup/memory err
-    [[ $(stat -f -c %T "$root" 2>/dev/null) == cgroup ]] || { echo "cgroup: no v1 memory hierarchy at $root either" >&2; return 1; }
+    [[ -f $root/memory.limit_in_bytes ]] || { echo "cgroup: no v1 memory hierarchy at $root either" >&2; return 1; }
     cg=$root/cuzk-load
     err=$( { mkdir "$cg" && echo "$CGROUP_MAX" > "$cg/memory.limit_in_bytes"; } 2>&1 ) || {
         echo "cgroup: v1: FAILED: $err" >&2; rmdir "$cg" 2>/dev/null; cg=; return 1; }
