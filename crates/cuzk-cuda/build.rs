@@ -59,7 +59,6 @@ fn main() {
     std::thread::scope(|scope| {
         for file in ["device", "ntt", "msm", "matvec", "setup", "transfer"] {
             let (sppark_root, blst_src, archs, newest) = (&sppark_root, &blst_src, &archs, &newest);
-            let adx = adx;
             scope.spawn(move || {
                 let mut build = cc::Build::new();
                 build

@@ -214,7 +214,7 @@ mod tests {
         cache.attach_budget(budget.clone());
         let porep = CircuitId::parse("porep-32g").unwrap();
         let started = Instant::now();
-        let e = cache.get_for_preload(porep).err().expect("14 GiB of extraction in a 4 GiB budget");
+        let e = cache.get_for_preload(porep).expect_err("14 GiB of extraction in a 4 GiB budget");
         assert!(matches!(e, EngineError::ResourceExhausted(_)), "{e}");
         assert!(e.to_string().contains("porep-32g") && e.to_string().contains("memory.budget_bytes"), "{e}");
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused at once, not after an extraction");

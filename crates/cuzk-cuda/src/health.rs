@@ -84,7 +84,7 @@ impl DeviceHealth {
     /// Whether the device should be offered work now.
     pub fn available(&self, now: Instant) -> bool {
         let s = self.state.lock();
-        !s.lost && s.benched_until.map_or(true, |until| now >= until)
+        !s.lost && s.benched_until.is_none_or(|until| now >= until)
     }
 }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
@@ -25,7 +25,7 @@ fn fixture() -> (PathBuf, Manifest) {
     shared_fixture_set().expect("fixture set")
 }
 
-fn wire(dir: &PathBuf, m: &Manifest, kind: ProofKind, request_id: &str, priority: i32) -> SubmitProofRequest {
+fn wire(dir: &Path, m: &Manifest, kind: ProofKind, request_id: &str, priority: i32) -> SubmitProofRequest {
     common::submit_request(request(dir, m, kind).unwrap(), request_id, priority)
 }
 

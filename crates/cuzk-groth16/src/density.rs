@@ -35,7 +35,7 @@ impl Density {
 
     /// Append one clear bit (a newly allocated variable).
     pub fn push_clear(&mut self) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;

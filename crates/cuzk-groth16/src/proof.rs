@@ -51,7 +51,7 @@ impl Proof {
 
 /// Split concatenated partition proofs.
 pub fn split_proofs(bytes: &[u8]) -> Result<Vec<Proof>, ProofDecodeError> {
-    if bytes.is_empty() || bytes.len() % PROOF_BYTES != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(PROOF_BYTES) {
         return Err(ProofDecodeError::Length(bytes.len()));
     }
     bytes.chunks(PROOF_BYTES).map(Proof::from_bytes).collect()

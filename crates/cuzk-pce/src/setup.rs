@@ -177,11 +177,11 @@ mod tests {
         let (inputs, aux) = evaluations(&pc, &lagrange);
         for (m, ins, auxs) in [(&pc.a, &inputs.u, &aux.u), (&pc.b, &inputs.v, &aux.v), (&pc.c, &inputs.w, &aux.w)] {
             let (mut want_in, mut want_aux) = (vec![Fr::ZERO; pc.num_inputs], vec![Fr::ZERO; pc.num_aux]);
-            for j in 0..m.rows() {
+            for (j, l) in lagrange.iter().enumerate().take(m.rows()) {
                 for (col, coeff) in m.row(j) {
                     match col {
-                        crate::Column::Input(i) => want_in[i] += coeff * lagrange[j],
-                        crate::Column::Aux(i) => want_aux[i] += coeff * lagrange[j],
+                        crate::Column::Input(i) => want_in[i] += coeff * l,
+                        crate::Column::Aux(i) => want_aux[i] += coeff * l,
                     }
                 }
             }

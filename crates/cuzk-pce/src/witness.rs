@@ -28,6 +28,9 @@ pub trait AuxValues: Default + Clone + Send {
         self.push(if bit { Fr::ONE } else { Fr::ZERO })
     }
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     fn append(&mut self, other: &Self);
     /// Room for `copies` more runs of what this holds now (witness code that synthesizes many
     /// items of one layout reserves for the rest after the first), so nothing is regrown:

@@ -105,7 +105,8 @@ mod tests {
     #[test]
     fn every_field_changes_the_digest() {
         let base = InputDigest::of(&window());
-        let variants: Vec<(&str, fn(&mut ProofRequest))> = vec![
+        type Change = fn(&mut ProofRequest);
+        let variants: Vec<(&str, Change)> = vec![
             ("kind", |r| r.kind = Some(ProofKind::WinningPost)),
             ("no kind", |r| r.kind = None),
             ("registered_proof", |r| r.registered_proof += 1),

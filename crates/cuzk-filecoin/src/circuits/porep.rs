@@ -112,12 +112,15 @@ pub(crate) struct Sector<Tree: 'static + MerkleTreeTrait> {
     vanilla_params: stacked::PublicParams<Tree>,
 }
 
+/// Each partition's vanilla proofs, in partition order.
+type PartitionProofs<Tree> = Vec<Vec<VanillaSealProof<Tree>>>;
+
 impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
     /// The sector's public inputs and parameters, and the vanilla proofs of each partition.
     pub(crate) fn decode(
         registered: RegisteredSealProof,
         c1: SealCommitPhase1Output,
-    ) -> Result<(Self, Vec<Vec<VanillaSealProof<Tree>>>), InputError> {
+    ) -> Result<(Self, PartitionProofs<Tree>), InputError> {
         let config = registered.as_v1_config();
         let partitions = usize::from(config.partitions);
         let vanilla: Vec<Vec<VanillaSealProof<Tree>>> = c1
@@ -162,7 +165,7 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
             .map_err(|reason| InputError::Invalid { what: "C1 vanilla proofs", reason })?;
         let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
             &self.public_inputs,
-            Default::default(),
+            (),
             proofs,
             &self.vanilla_params,
             Some(k),

@@ -114,7 +114,7 @@ pub(crate) fn circuits<Tree: 'static + MerkleTreeTrait>(
         .map(|(k, proof)| {
             let circuit = <EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::circuit(
                 &public_inputs,
-                Default::default(),
+                (),
                 proof,
                 &pp.vanilla_params,
                 Some(k),

@@ -108,14 +108,14 @@ impl ChallengeInputs {
         let LabelingFields { node } = mirror("labelling proof", labeling)?;
         let parent = |c: ColumnProofFields<Tree::Proof, Domain<Tree>>| ParentColumn {
             rows: c.column.rows.into_iter().map(Into::into).collect(),
-            path: c.inclusion_proof.as_options().into(),
+            path: c.inclusion_proof.as_options(),
         };
         Ok(ChallengeInputs {
             data_leaf: proof.comm_d_proofs.leaf().into(),
-            comm_d_path: proof.comm_d_proofs.as_options().into(),
+            comm_d_path: proof.comm_d_proofs.as_options(),
             node,
-            comm_r_last_path: proof.comm_r_last_proof.as_options().into(),
-            comm_c_path: columns.c_x.inclusion_proof.as_options().into(),
+            comm_r_last_path: proof.comm_r_last_proof.as_options(),
+            comm_c_path: columns.c_x.inclusion_proof.as_options(),
             drg_parents: columns.drg_parents.into_iter().map(parent).collect(),
             exp_parents: columns.exp_parents.into_iter().map(parent).collect(),
         })

@@ -185,10 +185,11 @@ impl Word {
         let max = operands.len() as u64 * u64::from(u32::MAX);
         let bits = 64 - max.leading_zeros() as usize;
         let mut out = [Bit::Const(false); 32];
+        // Every bit of the sum is allocated (the gadget does), the low 32 kept.
         for i in 0..bits {
             let b = alloc(sink, (sum >> i) & 1 == 1);
-            if i < 32 {
-                out[i] = b;
+            if let Some(slot) = out.get_mut(i) {
+                *slot = b;
             }
         }
         Word(out)
@@ -277,11 +278,11 @@ fn compress(sink: &mut impl BitSink, block: &[Bit], state: &[Word; 8]) -> [Word;
 
 /// `bellperson::gadgets::sha256::sha256`: the digest's 256 bits, most significant first.
 pub(crate) fn sha256(sink: &mut impl BitSink, input: &[Bit]) -> Vec<Bit> {
-    assert!(input.len() % 8 == 0);
+    assert!(input.len().is_multiple_of(8));
     let mut padded = input.to_vec();
     let len_bits = input.len() as u64;
     padded.push(Bit::Const(true));
-    while (padded.len() + 64) % 512 != 0 {
+    while !(padded.len() + 64).is_multiple_of(512) {
         padded.push(Bit::Const(false));
     }
     padded.extend((0..64).rev().map(|i| Bit::Const((len_bits >> i) & 1 == 1)));
