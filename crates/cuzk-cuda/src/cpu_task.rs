@@ -9,10 +9,20 @@
 //! and the thread went on reading freed memory (issue #36, item 10). Dropping a [`CpuTask`]
 //! joins it, so unwinding waits for the thread before the borrow of the points ends.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 pub struct CpuTask<T: Send + 'static> {
     handle: Option<JoinHandle<T>>,
+}
+
+/// Tasks whose thread is still running, process-wide (the GPU suite checks that none is left
+/// behind by a failed partition).
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// How many tasks' threads are running now.
+pub fn running() -> usize {
+    RUNNING.load(Ordering::SeqCst)
 }
 
 impl<T: Send + 'static> CpuTask<T> {
@@ -22,7 +32,20 @@ impl<T: Send + 'static> CpuTask<T> {
     /// Whatever `f` borrows through raw pointers must outlive this value: the task is joined
     /// by [`CpuTask::join`] or on drop, never later.
     pub unsafe fn spawn(f: impl FnOnce() -> T + Send + 'static) -> Self {
-        CpuTask { handle: Some(std::thread::spawn(f)) }
+        /// Counts the thread out however it ends (its closure may panic).
+        struct Running;
+        impl Drop for Running {
+            fn drop(&mut self) {
+                RUNNING.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        RUNNING.fetch_add(1, Ordering::SeqCst);
+        CpuTask {
+            handle: Some(std::thread::spawn(move || {
+                let _running = Running;
+                f()
+            })),
+        }
     }
 
     /// Wait for the result. A panic on the thread is resumed here.

@@ -21,6 +21,8 @@
 //!   taken chunk by chunk while it is made, so that the host copy can go;
 //! * [`cpu_task`] — a CPU thread beside the device region (B in G2 on the CPU) that is joined
 //!   however the partition ends (pure logic, built without CUDA too);
+//! * [`faults`] — a one-shot panic in the next device region, for the GPU suite (inert unless
+//!   a test arms it);
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
@@ -35,6 +37,7 @@
 pub mod arch;
 pub mod cpu_task;
 pub mod device_lock;
+pub mod faults;
 pub mod health;
 pub mod placement;
 pub mod subgroup;

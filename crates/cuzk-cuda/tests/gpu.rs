@@ -21,6 +21,8 @@ use group::{Curve, Group};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+#[path = "gpu/failures.rs"]
+mod failures;
 #[path = "gpu/staged.rs"]
 mod staged;
 

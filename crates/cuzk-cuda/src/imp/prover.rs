@@ -383,6 +383,7 @@ impl CudaProver {
         let working = working_bytes(shape, &input);
         let mut guard = gpu.lock.lock_urgent(label.urgency, working + MSM_TEMPORARIES);
         let holder = Holder::new(&gpu.current, label);
+        crate::faults::device_region();
         let span_start = Instant::now();
         t.device_wait = span_start - wait_start;
         // Phase boundaries (our kernels all finished): deadline work waiting for this device
