@@ -12,8 +12,9 @@ pub fn panic_in_next_device_region() {
     PANIC_IN_DEVICE_REGION.store(true, Ordering::SeqCst);
 }
 
-/// Called inside every device region.
-pub(crate) fn device_region() {
+/// Called inside every device region (by the CUDA prover; public so that the crate built
+/// without CUDA, whose tests run in CI, has a caller too).
+pub fn device_region() {
     if PANIC_IN_DEVICE_REGION.load(Ordering::Relaxed) && PANIC_IN_DEVICE_REGION.swap(false, Ordering::SeqCst) {
         panic!("injected fault: panic in the device region");
     }
