@@ -480,6 +480,12 @@ async fn refused(c: &mut Client, t: usize, msg: v1::SubmitProofRequest, sh: &Arc
 }
 
 /// "InvalidArgument 120, ResourceExhausted 3".
+/// One line of the request table; proof columns only for good requests.
+fn row_cells(label: String, r: &Row, good: bool) -> Vec<String> {
+    let dash = |v: u64| if good { v.to_string() } else { "-".to_string() };
+    vec![label, r.sent.to_string(), codes_cell(&r.codes), dash(r.verified), dash(r.bad_proof), dash(r.held_at_end), r.lost.to_string()]
+}
+
 fn codes_cell(codes: &BTreeMap<String, u64>) -> String {
     codes.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", ")
 }
@@ -498,17 +504,7 @@ fn report(sh: &Shared, args: &Args, finished: Duration, status: Option<&v1::GetS
     let mut totals: Vec<(Class, Row)> = vec![(Class::Good, Row::default()), (Class::Bad, Row::default()), (Class::Oversized, Row::default())];
     for (tpl, row) in sh.templates.iter().zip(&sh.rows) {
         let r = row.lock().expect("row lock");
-        let good = tpl.class == Class::Good;
-        let dash = |v: u64| if good { v.to_string() } else { "-".to_string() };
-        t.add_row(vec![
-            tpl.label.clone(),
-            r.sent.to_string(),
-            codes_cell(&r.codes),
-            dash(r.verified),
-            dash(r.bad_proof),
-            dash(r.held_at_end),
-            r.lost.to_string(),
-        ]);
+        t.add_row(row_cells(tpl.label.clone(), &r, tpl.class == Class::Good));
         let total = &mut totals[tpl.class as usize].1;
         total.sent += r.sent;
         for (c, n) in &r.codes {
@@ -520,17 +516,7 @@ fn report(sh: &Shared, args: &Args, finished: Duration, status: Option<&v1::GetS
         total.lost += r.lost;
     }
     for (class, r) in &totals {
-        let good = *class == Class::Good;
-        let dash = |v: u64| if good { v.to_string() } else { "-".to_string() };
-        t.add_row(vec![
-            format!("all {}", class.name()),
-            r.sent.to_string(),
-            codes_cell(&r.codes),
-            dash(r.verified),
-            dash(r.bad_proof),
-            dash(r.held_at_end),
-            r.lost.to_string(),
-        ]);
+        t.add_row(row_cells(format!("all {}", class.name()), r, *class == Class::Good));
     }
     println!("{t}");
     println!(
