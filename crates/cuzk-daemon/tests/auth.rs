@@ -8,16 +8,11 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::with_token;
 use cuzk_proto::client::ProvingEngineClient;
 use cuzk_proto::v1::{EvictSrsRequest, GetStatusRequest};
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Request};
-
-fn with_token<T>(msg: T, token: &str) -> Request<T> {
-    let mut r = Request::new(msg);
-    r.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-    r
-}
+use tonic::Code;
 
 /// A client whose first call, made without a token, got the daemon's own UNAUTHENTICATED
 /// answer. A successful TCP connect alone proves nothing. In one CI run the first call on

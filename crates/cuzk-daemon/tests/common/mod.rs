@@ -1,6 +1,7 @@
 //! Test harness shared by the daemon's integration tests: start the real `cuzk-daemon`
 //! binary with a config written to a temp dir, connect the generated gRPC client over its
-//! unix socket, plain HTTP GETs, and SIGTERM with an exit-status check.
+//! unix socket (or over loopback TCP with a bearer token), plain HTTP GETs, and SIGTERM with
+//! an exit-status check.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -173,6 +174,91 @@ impl Running {
         let status = self.daemon.wait_exit(limit);
         assert!(status.success(), "cuzk-daemon exited with {status}");
         assert!(!self.socket.exists(), "socket {} left behind", self.socket.display());
+    }
+}
+
+/// `msg` with `authorization: Bearer <token>`, as `daemon.auth_token` requires.
+pub fn with_token<T>(msg: T, token: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    r
+}
+
+/// Whether something listens on 127.0.0.1:`port` (Linux `/proc/net/tcp`, state 0A = LISTEN).
+/// Looked up instead of connected to: a connect in a loop before the daemon binds can take
+/// that very port as its own source and connect to itself (auth.rs saw it once in CI), and
+/// the daemon then cannot bind.
+fn listening(port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let local = format!("0100007F:{port:04X}");
+    table.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3 && f[1] == local && f[3] == "0A"
+    })
+}
+
+/// A daemon on 127.0.0.1:`port` with `daemon.auth_token = token`; `client` has no token of
+/// its own, so every call goes through [`with_token`].
+pub struct RunningTcp {
+    pub dir: tempfile::TempDir,
+    pub daemon: Daemon,
+    pub port: u16,
+    pub token: String,
+    pub client: ProvingEngineClient<Channel>,
+}
+
+/// Start a daemon on a free loopback port with `token` as its auth_token, `extra_toml`
+/// appended to its config as in [`start`] (so leading keys land in `[srs]`), and wait until
+/// it answers GetStatus with the token.
+pub async fn start_tcp(param_dir: &Path, token: &str, extra_toml: &str) -> RunningTcp {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_tcp_port();
+    let config = dir.path().join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nlisten = \"127.0.0.1:{port}\"\nauth_token = \"{token}\"\nshutdown_grace_secs = 5\n\n\
+             [srs]\nparam_dir = \"{}\"\n\n{extra_toml}\n",
+            param_dir.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--log-level")
+        .arg("info")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("starting cuzk-daemon on TCP");
+    let mut daemon = Daemon(Some(child));
+    let start = Instant::now();
+    let client = loop {
+        if let Some(status) = daemon.exited() {
+            panic!("cuzk-daemon on TCP exited during start-up: {status}");
+        }
+        if listening(port) {
+            if let Ok(ch) = Endpoint::try_from(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
+                let mut c = ProvingEngineClient::new(ch);
+                if c.get_status(with_token(GetStatusRequest {}, token)).await.is_ok() {
+                    break c;
+                }
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "cuzk-daemon did not answer on 127.0.0.1:{port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    RunningTcp { dir, daemon, port, token: token.into(), client }
+}
+
+impl RunningTcp {
+    /// SIGTERM, then require exit status 0.
+    pub fn stop(mut self, limit: Duration) {
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        let rc = unsafe { libc::kill(self.daemon.pid(), libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+        let status = self.daemon.wait_exit(limit);
+        assert!(status.success(), "cuzk-daemon on TCP exited with {status}");
     }
 }
 
