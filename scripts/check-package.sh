@@ -43,7 +43,8 @@ want="-rwxr-xr-x root/root ./usr/bin/cuzk-daemon
 -rw-r--r-- root/root ./usr/share/doc/cuzk/operating.md
 -rw-r--r-- root/root ./usr/share/doc/cuzk/README.md
 -rw-r--r-- root/root ./usr/share/doc/cuzk/cuzk.example.toml
--rw-r--r-- root/root ./usr/share/doc/cuzk/copyright"
+-rw-r--r-- root/root ./usr/share/doc/cuzk/copyright
+-rw-r--r-- root/root ./usr/share/cuzk/grafana/cuzk.json"
 while read -r line; do
     grep -qxF -- "$line" "$scratch/contents" || fail "the .deb lacks: $line"
 done <<<"$want"

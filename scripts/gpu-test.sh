@@ -11,7 +11,10 @@
 #   2. the 2 KiB fixture set (insecure test parameters generated here, deterministic seed);
 #   3. `cuzk-bench gpu`: device mat-vec vs plain synthesis on the four real circuits, then all
 #      four proof types on the GPU on each path, verified with filecoin-proofs;
-#   4. with 2+ GPUs: the daemon on every GPU (2 workers each) and 24 concurrent proofs, all
+#   4. the Grafana dashboard's metrics: every metric deploy/grafana/cuzk.json queries, the
+#      per-device series included, on a CUDA daemon's /metrics after one proof of each kind
+#      (and on a CPU daemon's, less those);
+#   5. with 2+ GPUs: the daemon on every GPU (2 workers each) and 24 concurrent proofs, all
 #      verified; both devices must have proved partitions.
 set -u
 bin=$(realpath "${1:-devcarry}")
@@ -39,6 +42,8 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 step "GPU unit tests" "$bin/gpu-tests" --test-threads 1
 step "2 KiB fixture set" "$bin/cuzk-bench" fixtures --fixtures "$work/fixtures"
 step "GPU end to end (cuzk-bench gpu)" "$bin/cuzk-bench" gpu --fixtures "$work/fixtures" --runs "${GPU_RUNS:-2}"
+step "Grafana dashboard's metrics on a CUDA daemon" env CUZK_DAEMON_BIN="$bin/cuzk-daemon" CUZK_FIXTURES="$work/fixtures" \
+    "$bin/dashboard-tests" --test-threads 1
 
 if [[ $ngpu -ge 2 ]]; then
     multi_gpu() {

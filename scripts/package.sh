@@ -4,7 +4,8 @@
 # BIN_DIR holds cuzk-daemon and cuzk-bench (e.g. target/release, built with the cuda
 # feature). Writes to OUT_DIR:
 #   cuzk_<version>_<arch>.deb      binaries, systemd unit, sysusers/tmpfiles, /etc/cuzk/cuzk.toml
-#                                  (a conffile), docs; built with dpkg-deb (standard tooling)
+#                                  (a conffile), docs, the Grafana dashboard; built with dpkg-deb
+#                                  (standard tooling)
 #   cuzk-<version>-<arch>.tar.gz   the same tree without /etc and the Debian scripts, for
 #                                  other distributions (docs/operating.md: "Other distributions")
 # The version is the workspace version plus the git commit of this checkout (+g<commit>,
@@ -36,7 +37,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tree=$work/cuzk
 doc=$tree/usr/share/doc/cuzk
-install -d "$tree/usr/bin" "$tree/usr/lib/systemd/system" "$tree/usr/lib/sysusers.d" "$tree/usr/lib/tmpfiles.d" "$doc"
+install -d "$tree/usr/bin" "$tree/usr/lib/systemd/system" "$tree/usr/lib/sysusers.d" "$tree/usr/lib/tmpfiles.d" "$doc" "$tree/usr/share/cuzk/grafana"
 install -m 0755 "$bin_dir/cuzk-daemon" "$bin_dir/cuzk-bench" "$tree/usr/bin/"
 # Debug info is most of a binary's size (CI's debug builds: ~150 MB each); symbols stay for
 # backtraces. CUZK_NO_STRIP=1 keeps the binaries as they are.
@@ -47,6 +48,9 @@ install -m 0644 "$root/deploy/cuzk.service" "$tree/usr/lib/systemd/system/cuzk.s
 install -m 0644 "$root/deploy/cuzk.sysusers" "$tree/usr/lib/sysusers.d/cuzk.conf"
 install -m 0644 "$root/deploy/cuzk.tmpfiles" "$tree/usr/lib/tmpfiles.d/cuzk.conf"
 install -m 0644 "$root/README.md" "$root/docs/operating.md" "$root/BENCHMARKS.md" "$root/cuzk.example.toml" "$doc/"
+# The dashboard is not documentation: images that drop /usr/share/doc (dpkg path-exclude, as
+# Ubuntu's minimal ones do) must still have it to import.
+install -m 0644 "$root/deploy/grafana/cuzk.json" "$tree/usr/share/cuzk/grafana/cuzk.json"
 cat >"$doc/copyright" <<EOF
 cuzk $version
 License: MIT OR Apache-2.0 (see the workspace Cargo.toml). The binaries statically include

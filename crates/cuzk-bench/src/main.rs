@@ -121,9 +121,13 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Colours only on a terminal, as the daemon: tracing-subscriber would otherwise write
+    // ANSI escapes into log files and CI logs. (batch's indicatif bar draws nothing off one.)
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.log))
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .init();
     let addr = cli.daemon.addr;
     match cli.command {

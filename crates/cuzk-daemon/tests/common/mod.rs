@@ -124,6 +124,13 @@ async fn wait_http(port: u16) {
     }
 }
 
+/// The `cuzk-daemon` to start: cargo's, or `CUZK_DAEMON_BIN` where the test binary was
+/// carried to a machine without the build tree (the GPU suite: scripts/gpu-test.sh runs
+/// prebuilt test binaries beside a prebuilt daemon, and cargo's path is not there).
+pub fn daemon_binary() -> PathBuf {
+    std::env::var_os("CUZK_DAEMON_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cuzk-daemon")), PathBuf::from)
+}
+
 /// A daemon running on a temp unix socket (and an HTTP port), with `extra_toml` appended
 /// to its config (which already has `[daemon]` listen/http_listen/shutdown_grace_secs and
 /// `[srs] param_dir`).
@@ -151,7 +158,7 @@ pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Ru
         ),
     )
     .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+    let child = Command::new(daemon_binary())
         .arg("--config")
         .arg(&config)
         .arg("--log-level")
