@@ -131,6 +131,30 @@ pub fn daemon_binary() -> PathBuf {
     std::env::var_os("CUZK_DAEMON_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cuzk-daemon")), PathBuf::from)
 }
 
+/// Write `dir/cuzk.toml` — `[daemon]` with `daemon_section` and a 5 s shutdown grace, `[srs]`
+/// with `param_dir`, then `extra_toml` (so leading keys land in `[srs]`) — and start the
+/// daemon on it.
+fn spawn_with_config(dir: &Path, daemon_section: &str, param_dir: &Path, extra_toml: &str) -> Daemon {
+    let config = dir.join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\n{daemon_section}\nshutdown_grace_secs = 5\n\n[srs]\nparam_dir = \"{}\"\n\n{extra_toml}\n",
+            param_dir.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(daemon_binary())
+        .arg("--config")
+        .arg(&config)
+        .arg("--log-level")
+        .arg("info")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("starting cuzk-daemon");
+    Daemon(Some(child))
+}
+
 /// A daemon running on a temp unix socket (and an HTTP port), with `extra_toml` appended
 /// to its config (which already has `[daemon]` listen/http_listen/shutdown_grace_secs and
 /// `[srs] param_dir`).
@@ -147,26 +171,11 @@ pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Ru
     // The daemon creates the socket's directory itself.
     let socket: PathBuf = dir.path().join("run").join("cuzk.sock");
     let http_port = free_tcp_port();
-    let config = dir.path().join("cuzk.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[daemon]\nlisten = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\nshutdown_grace_secs = 5\n{daemon_extra}\n\n\
-             [srs]\nparam_dir = \"{}\"\n\n{extra_toml}\n",
-            socket.display(),
-            param_dir.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(daemon_binary())
-        .arg("--config")
-        .arg(&config)
-        .arg("--log-level")
-        .arg("info")
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("starting cuzk-daemon");
-    let mut daemon = Daemon(Some(child));
+    let daemon_section = format!(
+        "listen = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n{daemon_extra}",
+        socket.display()
+    );
+    let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
     let client = wait_ready(&mut daemon, &socket).await;
     wait_http(http_port).await;
     Running { dir, daemon, socket, http_port, client }
@@ -220,25 +229,8 @@ pub struct RunningTcp {
 pub async fn start_tcp(param_dir: &Path, token: &str, extra_toml: &str) -> RunningTcp {
     let dir = tempfile::tempdir().unwrap();
     let port = free_tcp_port();
-    let config = dir.path().join("cuzk.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[daemon]\nlisten = \"127.0.0.1:{port}\"\nauth_token = \"{token}\"\nshutdown_grace_secs = 5\n\n\
-             [srs]\nparam_dir = \"{}\"\n\n{extra_toml}\n",
-            param_dir.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--log-level")
-        .arg("info")
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("starting cuzk-daemon on TCP");
-    let mut daemon = Daemon(Some(child));
+    let daemon_section = format!("listen = \"127.0.0.1:{port}\"\nauth_token = \"{token}\"");
+    let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
     let start = Instant::now();
     let client = loop {
         if let Some(status) = daemon.exited() {
