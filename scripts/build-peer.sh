@@ -20,7 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-devcarry}"
 arch="${PEER_CUDA_ARCH:-90}"
-eval "$(scripts/install-cuda-toolchain.sh --env)"
+# Always CUDA 13, the toolkit the peer has been measured with (CUZK_CUDA_MAJOR, which picks
+# cuzk's own build, does not change the baseline).
+eval "$(scripts/install-cuda-toolchain.sh --cuda 13 --env)"
 
 # cuda-driver-sys searches <each CUDA_LIBRARY_PATH entry>/lib64/stubs, as in a CUDA install.
 stub_dir="$CUDA_PATH/lib64/stubs"

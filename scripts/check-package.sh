@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Build the package from BIN_DIR's binaries and check it as an installer would see it:
-#   scripts/check-package.sh [--expect-cuda] BIN_DIR [OUT_DIR]
+#   scripts/check-package.sh [--expect-cuda[=MAJOR]] BIN_DIR [OUT_DIR]
 # Runs scripts/package.sh, then checks the .deb's control fields, conffiles, maintainer
 # scripts and every file that must be in it (dpkg-deb -I / -c), that the tarball holds the
 # same tree without /etc, extracts the .deb to a scratch root (dpkg-deb -x) and runs the
 # extracted cuzk-daemon --version and cuzk-bench --version (with --expect-cuda they must say
-# "cuda on"), and checks the unit with systemd-analyze when it is available. Fails on the
-# first thing missing. CI runs it on its CUDA build.
+# "cuda on"; with --expect-cuda=12 or =13 also that CUDA runtime and the minimum driver, and
+# the package version must say .cuda12 for a CUDA 12 build and nothing for the default 13),
+# and checks the unit with systemd-analyze when it is available. Fails on the first thing
+# missing. CI runs it on both of its CUDA builds.
 set -euo pipefail
 expect_cuda=0
-if [ "${1:-}" = --expect-cuda ]; then expect_cuda=1; shift; fi
-[ $# -ge 1 ] || { echo "usage: $0 [--expect-cuda] BIN_DIR [OUT_DIR]" >&2; exit 2; }
+cuda_major=
+case "${1:-}" in
+    --expect-cuda) expect_cuda=1; shift ;;
+    --expect-cuda=*) expect_cuda=1; cuda_major=${1#--expect-cuda=}; shift ;;
+esac
+[ $# -ge 1 ] || { echo "usage: $0 [--expect-cuda[=MAJOR]] BIN_DIR [OUT_DIR]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${2:-$(mktemp -d)}
 scratch=$(mktemp -d)
@@ -31,6 +37,16 @@ for script in conffiles postinst prerm postrm; do
     grep -qE "^ +[0-9]+ bytes, +[0-9]+ lines +\*? *$script( |$)" "$scratch/info" || fail "no $script in the control archive"
 done
 [ "$(dpkg-deb -f "$deb" Package)" = cuzk ] || fail "package name"
+if [ -n "$cuda_major" ]; then
+    # The CUDA 12 build is told apart by its version (and so its file names); the default is not.
+    case "$(dpkg-deb -f "$deb" Version)" in
+        *.cuda$cuda_major) [ "$cuda_major" != 13 ] || fail "a CUDA 13 package's version has a .cuda13 suffix" ;;
+        *.cuda*) fail "version $(dpkg-deb -f "$deb" Version) names another CUDA than $cuda_major" ;;
+        *) [ "$cuda_major" = 13 ] || fail "version $(dpkg-deb -f "$deb" Version) does not say .cuda$cuda_major" ;;
+    esac
+    dpkg-deb -f "$deb" Description | grep -q "This build: CUDA $cuda_major\.[0-9]* runtime, needs NVIDIA driver [0-9.]* or newer" ||
+        fail "the description does not name the CUDA $cuda_major runtime and its minimum driver"
+fi
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/cuzk/cuzk.toml || fail "/etc/cuzk/cuzk.toml is not a conffile"
 
 dpkg-deb -c "$deb" | awk '{ print $1, $2, $NF }' >"$scratch/contents"
@@ -60,6 +76,8 @@ for b in cuzk-daemon cuzk-bench; do
     v=$("$scratch/root/usr/bin/$b" --version) || fail "extracted $b --version failed"
     echo "extracted $v"
     [ $expect_cuda = 0 ] || grep -q "cuda on" <<<"$v" || fail "$b was not built with CUDA: $v"
+    [ -z "$cuda_major" ] || grep -q "cuda on (CUDA $cuda_major\.[0-9]* runtime, driver >= [0-9]" <<<"$v" ||
+        fail "$b does not name a CUDA $cuda_major runtime and its minimum driver: $v"
     # Built from a git checkout, a binary must say which commit (an operator's only way to tell).
     if git -C "$root" rev-parse HEAD >/dev/null 2>&1 && grep -q "commit unknown" <<<"$v"; then
         fail "$b does not name its commit: $v"

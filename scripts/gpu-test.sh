@@ -38,6 +38,8 @@ step() {
 
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader || true
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+# Which build is under test: its CUDA runtime (12 or 13) and GPU targets.
+"$bin/cuzk-daemon" --version || true
 
 step "GPU unit tests" "$bin/gpu-tests" --test-threads 1
 step "2 KiB fixture set" "$bin/cuzk-bench" fixtures --fixtures "$work/fixtures"

@@ -9,7 +9,11 @@
 #   cuzk-<version>-<arch>.tar.gz   the same tree without /etc and the Debian scripts, for
 #                                  other distributions (docs/operating.md: "Other distributions")
 # The version is the workspace version plus the git commit of this checkout (+g<commit>,
-# +dirty when the tree has changes); the binaries print their own with --version.
+# +dirty when the tree has changes); the binaries print their own with --version. A CUDA 12
+# build (scripts/build-gpu-binaries.sh --cuda 12) adds .cuda12, read from cuzk-daemon
+# --version, so its files and `dpkg -l` say which driver it needs; the CUDA 13 build, the
+# default, has no suffix (as before). Both are package `cuzk`: installing one replaces the
+# other and keeps /etc/cuzk/cuzk.toml.
 # Needs dpkg-deb; dpkg-shlibdeps (dpkg-dev) when present computes the library dependencies,
 # otherwise they are read from the binaries' NEEDED entries with dpkg -S.
 set -euo pipefail
@@ -30,6 +34,19 @@ if commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
     version="$base+g$commit"
     # Generated or untracked files do not count: only changes to tracked files.
     git -C "$root" diff --quiet HEAD 2>/dev/null || version="$version.dirty"
+fi
+# Which CUDA the binaries link, from their own --version: "12.4 525.60.13" (the runtime and
+# the oldest driver that runs it), "" for a CPU-only build. The package's version says what
+# the binaries say. CUZK_CUDA_MAJOR (set by install-cuda-toolchain.sh --env), when set, must
+# agree with a CUDA build: packaging the other toolkit's leftovers is refused.
+runtime=$("$bin_dir/cuzk-daemon" --version | sed -n 's/.*cuda on (CUDA \([0-9][0-9]*\.[0-9][0-9]*\) runtime, driver >= \([0-9.]*\).*/\1 \2/p')
+cuda_major=${runtime%%.*}
+if [ -n "$cuda_major" ] && [ -n "${CUZK_CUDA_MAJOR:-}" ] && [ "$CUZK_CUDA_MAJOR" != "$cuda_major" ]; then
+    echo "CUZK_CUDA_MAJOR=$CUZK_CUDA_MAJOR, but $bin_dir/cuzk-daemon is a CUDA ${runtime% *} build" >&2
+    exit 1
+fi
+if [ -n "$cuda_major" ] && [ "$cuda_major" != 13 ]; then
+    version="$version.cuda$cuda_major"
 fi
 arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 
@@ -80,6 +97,11 @@ fi
 [ -n "$depends" ] || { echo "could not work out the library dependencies" >&2; exit 1; }
 
 size=$(du -sk --exclude=DEBIAN "$tree" | cut -f1)
+if [ -n "$runtime" ]; then
+    build_note="This build: CUDA ${runtime% *} runtime, needs NVIDIA driver ${runtime#* } or newer."
+else
+    build_note="This build: CPU only (built without CUDA)."
+fi
 cat >"$tree/DEBIAN/control" <<EOF
 Package: cuzk
 Version: $version
@@ -95,6 +117,8 @@ Description: Groth16 proving daemon for Filecoin storage providers (Curio's cuzk
  WinningPoSt, WindowPoSt and SnapDeals SNARKs, each verified before it is returned, on
  NVIDIA GPUs when built with CUDA (check with cuzk-daemon --version) or the CPU.
  cuzk-bench is its command-line client and benchmark tool.
+ .
+ $build_note
  .
  The service is installed but neither enabled nor started: edit /etc/cuzk/cuzk.toml, then
  see /usr/share/doc/cuzk/operating.md.

@@ -8,13 +8,17 @@
 //! cudart is linked statically; $CUZK_CUDA_LIB (or <nvcc>/../lib) is added to the search path.
 //!
 //! The compiled targets are exported to the crate as `CUZK_CUDA_SASS` (the list, as given) and
-//! `CUZK_CUDA_PTX` (the newest), both empty without the feature: `src/arch.rs` refuses devices
-//! none of them runs on, and the binaries' `--version` prints them.
+//! `CUZK_CUDA_PTX` (the newest), and the CUDA release of the toolkit — whose runtime is the one
+//! linked — as `CUZK_CUDA_RUNTIME` ("12.4"), all empty without the feature: `src/arch.rs`
+//! refuses devices none of the targets runs on, `src/driver.rs` drivers too old for the
+//! runtime, and the binaries' `--version` prints them.
 
 use std::env;
 use std::path::PathBuf;
 
 const DEFAULT_ARCHS: &str = "80,86,89,90,120";
+/// The default for nvcc before 12.8, which does not know sm_120.
+const DEFAULT_ARCHS_BEFORE_12_8: &str = "80,86,89,90";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -26,20 +30,25 @@ fn main() {
         // Nothing is compiled, so no target is claimed.
         println!("cargo:rustc-env=CUZK_CUDA_SASS=");
         println!("cargo:rustc-env=CUZK_CUDA_PTX=");
+        println!("cargo:rustc-env=CUZK_CUDA_RUNTIME=");
         return;
     }
     let nvcc = env::var("NVCC").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("nvcc"));
-    let version = std::process::Command::new(&nvcc).arg("--version").output();
-    if !matches!(&version, Ok(o) if o.status.success()) {
-        panic!(
+    let version = match std::process::Command::new(&nvcc).arg("--version").output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => panic!(
             "cuzk-cuda: the `cuda` feature needs nvcc ({} not runnable). Install it with \
              `scripts/install-cuda-toolchain.sh` and `eval \"$(scripts/install-cuda-toolchain.sh --env)\"`.",
             nvcc.display()
-        );
-    }
+        ),
+    };
+    let (major, minor) = nvcc_release(&version)
+        .unwrap_or_else(|| panic!("cuzk-cuda: no \"release X.Y\" in `{} --version`:\n{version}", nvcc.display()));
+    println!("cargo:rustc-env=CUZK_CUDA_RUNTIME={major}.{minor}");
     let sppark_root = env::var("DEP_SPPARK_ROOT").expect("sppark's build script exports its root");
     let blst_src = env::var("DEP_BLST_C_SRC").expect("blst's build script exports its C sources");
-    let archs = env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
+    let default = if (major, minor) >= (12, 8) { DEFAULT_ARCHS } else { DEFAULT_ARCHS_BEFORE_12_8 };
+    let archs = env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| default.into());
     let archs: Vec<&str> = archs.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
     assert!(!archs.is_empty(), "CUZK_CUDA_ARCHS lists no architecture");
 
@@ -91,12 +100,23 @@ fn main() {
 
     let lib_dir = env::var("CUZK_CUDA_LIB").map(PathBuf::from).unwrap_or_else(|_| {
         let nvcc_path = which(&nvcc).unwrap_or(nvcc.clone());
-        nvcc_path.parent().and_then(|bin| bin.parent()).map(|root| root.join("lib")).unwrap_or_default()
+        // NVIDIA's installer (and the CUDA 12 tree of install-cuda-toolchain.sh) has lib64/, the
+        // CUDA 13 wheels lib/.
+        let root = nvcc_path.parent().and_then(|bin| bin.parent()).map(PathBuf::from).unwrap_or_default();
+        ["lib", "lib64"].iter().map(|l| root.join(l)).find(|l| l.join("libcudart_static.a").is_file()).unwrap_or(root.join("lib"))
     });
     if lib_dir.is_dir() {
         println!("cargo:rustc-link-search=native={}", lib_dir.display());
     }
     println!("cargo:rustc-link-lib=static=cudart_static");
+}
+
+/// The CUDA release in `nvcc --version`'s "Cuda compilation tools, release 12.4, V12.4.131".
+fn nvcc_release(version: &str) -> Option<(u32, u32)> {
+    let rest = &version[version.find("release ")? + "release ".len()..];
+    let (major, rest) = rest.split_once('.')?;
+    let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// The absolute path of a bare command name, from PATH.

@@ -167,6 +167,6 @@ mod tests {
     fn version_names_the_crate_version_the_commit_and_cuda() {
         let text = Cli::command().render_version();
         assert!(text.starts_with(&format!("cuzk-bench {} (commit ", env!("CARGO_PKG_VERSION"))), "{text}");
-        assert!(text.contains(if cfg!(feature = "cuda") { "cuda on (SASS " } else { "cuda off" }), "{text}");
+        assert!(text.contains(if cfg!(feature = "cuda") { "cuda on (CUDA " } else { "cuda off" }), "{text}");
     }
 }

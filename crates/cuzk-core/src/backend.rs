@@ -3,7 +3,9 @@
 //! * "cuda" — the CUDA backend on `gpus.devices` (by ordinal); an error at start if this build
 //!   lacks the `cuda` feature or no usable device exists, never a silent CPU fallback;
 //! * "auto" — CUDA when built in and a device exists, else the CPU, with a warning: a GPU
-//!   host silently proving on its CPUs is minutes per proof instead of seconds.
+//!   host silently proving on its CPUs is minutes per proof instead of seconds. An NVIDIA
+//!   driver too old for this build's CUDA runtime is an error here too: that host has GPUs and
+//!   the wrong build for its driver, which the CPU must not hide.
 //!
 //! The backend in use is named in the start-up log and in the daemon's `/status`.
 
@@ -18,10 +20,11 @@ use crate::error::EngineError;
 pub fn select(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
     match config.gpus.backend.as_str() {
         "cpu" => Ok(Arc::new(CpuProver)),
-        "cuda" => cuda(config),
+        "cuda" => cuda(config).map_err(|u| u.error),
         "auto" => match cuda(config) {
             Ok(b) => Ok(b),
-            Err(e) => {
+            Err(CudaUnavailable { error, wrong_driver: true }) => Err(error),
+            Err(CudaUnavailable { error: e, .. }) => {
                 if cfg!(feature = "cuda") {
                     tracing::warn!(reason = %e, "gpus.backend = \"auto\": no usable CUDA device, using the CPU backend");
                 } else {
@@ -37,12 +40,25 @@ pub fn select(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
     }
 }
 
-/// What this build can prove on, for `--version`: "cuda on (SASS 80,86,...; PTX 120)", the
-/// targets the CUDA glue was compiled for, or "cuda off".
+/// Why the CUDA backend could not start; `wrong_driver` when a driver is installed but too old
+/// for this build's CUDA runtime (an error even with `gpus.backend = "auto"`).
+struct CudaUnavailable {
+    error: EngineError,
+    wrong_driver: bool,
+}
+
+/// What this build can prove on, for `--version` and the start log: "cuda on (CUDA 12.4
+/// runtime, driver >= 525.60.13; SASS 80,86,89,90; PTX 90)" — the runtime linked, the oldest
+/// driver that runs it and the targets the CUDA glue was compiled for — or "cuda off".
 pub fn build_summary() -> String {
     #[cfg(feature = "cuda")]
     {
-        format!("cuda on (SASS {}; PTX {})", cuzk_cuda::arch::SASS_TARGETS, cuzk_cuda::arch::PTX_TARGET)
+        format!(
+            "cuda on ({}; SASS {}; PTX {})",
+            cuzk_cuda::driver::build_summary(),
+            cuzk_cuda::arch::SASS_TARGETS,
+            cuzk_cuda::arch::PTX_TARGET
+        )
     }
     #[cfg(not(feature = "cuda"))]
     {
@@ -74,7 +90,7 @@ pub fn fixed_base_engine(devices: &[u32]) -> Arc<dyn FixedBaseMul> {
 }
 
 #[cfg(feature = "cuda")]
-fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
+fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, CudaUnavailable> {
     use crate::config::{B2Placement, SrsResidency};
     let g = &config.gpus;
     let options = cuzk_cuda::CudaOptions {
@@ -93,13 +109,19 @@ fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
         keep_host_params: g.keep_host_params,
         stage_queries: None,
     };
-    let prover = cuzk_cuda::CudaProver::new(options).map_err(|e| EngineError::Internal(format!("CUDA backend: {e}")))?;
+    let prover = cuzk_cuda::CudaProver::new(options).map_err(|e| CudaUnavailable {
+        wrong_driver: e.is_driver_too_old(),
+        error: EngineError::Internal(format!("CUDA backend: {e}")),
+    })?;
     Ok(Arc::new(prover))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda(_config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
-    Err(EngineError::Internal(
-        "this build of cuzk has no CUDA backend (build with `--features cuda`, see README's GPU section)".into(),
-    ))
+fn cuda(_config: &Config) -> Result<Arc<dyn ProverBackend>, CudaUnavailable> {
+    Err(CudaUnavailable {
+        error: EngineError::Internal(
+            "this build of cuzk has no CUDA backend (build with `--features cuda`, see README's GPU section)".into(),
+        ),
+        wrong_driver: false,
+    })
 }

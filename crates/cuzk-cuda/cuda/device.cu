@@ -14,6 +14,17 @@ struct cuzk_device_props_t {
     char pci_bus_id[32];
 };
 
+// The CUDA version of the runtime linked in and the one the installed driver supports (0 when
+// there is no driver). Neither call initialises CUDA, so this works where every other call
+// would fail with "driver version is insufficient": src/driver.rs decides from the two.
+CUZK_FFI RustError cuzk_cuda_versions(int* runtime, int* driver)
+{
+    return guarded([&] {
+        CUDA_OK(cudaRuntimeGetVersion(runtime));
+        CUDA_OK(cudaDriverGetVersion(driver));
+    });
+}
+
 CUZK_FFI RustError cuzk_device_count(size_t* n)
 {
     return guarded([&] { *n = ngpus(); });

@@ -24,6 +24,8 @@
 //! * [`faults`] — a one-shot panic in the next device region, for the GPU suite (inert unless
 //!   a test arms it);
 //! * [`health`] — the per-device circuit breaker (pure logic, built without CUDA too);
+//! * [`driver`] — the CUDA runtime this build links, the oldest driver that runs it, and the
+//!   refusal of an older one (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
 //! * [`placement`] — which queries of an SRS stay resident on a device and which are staged
@@ -37,6 +39,7 @@
 pub mod arch;
 pub mod cpu_task;
 pub mod device_lock;
+pub mod driver;
 pub mod faults;
 pub mod health;
 pub mod placement;

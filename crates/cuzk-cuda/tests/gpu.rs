@@ -50,6 +50,16 @@ fn devices_are_listed_and_bad_indices_are_errors() {
     assert!(DeviceBuffer::<Fr>::alloc(all.len() + 5, 16).is_err(), "out-of-range device index must be an error");
 }
 
+/// The runtime linked is the one `--version` names, and this machine's driver runs it (the
+/// refusal itself is unit-tested with injected versions in src/driver.rs).
+#[test]
+fn the_driver_runs_the_runtime_this_build_links() {
+    let v = cuzk_cuda::device::driver().expect("driver check");
+    assert_eq!(v.runtime.to_string(), cuzk_cuda::driver::RUNTIME, "linked runtime vs the toolkit that compiled the glue");
+    assert!(v.driver.major >= v.runtime.major, "{v:?}");
+    eprintln!("CUDA runtime {}, driver supports CUDA {}", v.runtime, v.driver);
+}
+
 #[test]
 fn device_out_of_memory_is_an_error_and_the_device_keeps_working() {
     let e = DeviceBuffer::<Fr>::alloc(DEV, 1 << 40).err().expect("32 TiB allocation must fail");

@@ -1,5 +1,5 @@
 //! What the real `cuzk-daemon` binary tells an operator about itself: `--version` (crate
-//! version, git commit, CUDA on or off), and, started with `gpus.backend = "auto"`, which
+//! version, git commit, CUDA on or off and with it the CUDA runtime and minimum driver), and, started with `gpus.backend = "auto"`, which
 //! backend it chose — in `/status`, and with a warning in its log when that is the CPU.
 
 mod common;
@@ -20,7 +20,9 @@ fn version_names_the_crate_version_the_commit_and_cuda() {
     let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
     assert!(hash == "unknown" || (hash.len() >= 4 && hash.chars().all(|c| c.is_ascii_hexdigit())), "commit {commit:?} in {text}");
     if cfg!(feature = "cuda") {
-        assert!(text.contains("cuda on (SASS ") && text.contains("; PTX "), "{text}");
+        // The runtime and the oldest driver that runs it, then the GPU targets.
+        assert!(text.contains("cuda on (CUDA ") && text.contains(" runtime, driver >= "), "{text}");
+        assert!(text.contains("; SASS ") && text.contains("; PTX "), "{text}");
     } else {
         assert!(text.contains("cuda off"), "{text}");
     }

@@ -8,11 +8,23 @@
 //! ordinals below are the visible ones.
 //!
 //! [`select`] also refuses devices this build has no device code for (see [`crate::arch`]):
-//! they would be listed, then fail their first kernel launch mid-proof.
+//! they would be listed, then fail their first kernel launch mid-proof. Before any device is
+//! looked at, [`driver`] refuses a driver too old for the CUDA runtime this build links (see
+//! [`crate::driver`]), naming both versions.
+
+use std::sync::OnceLock;
 
 use super::error::{check, CudaError};
 use super::ffi;
 use crate::arch;
+use crate::driver::{self as rule, CudaVersion};
+
+/// The CUDA runtime this build links and the CUDA version the installed driver supports.
+#[derive(Clone, Copy, Debug)]
+pub struct CudaVersions {
+    pub runtime: CudaVersion,
+    pub driver: CudaVersion,
+}
 
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
@@ -28,8 +40,35 @@ pub struct DeviceInfo {
     pub free_memory: u64,
 }
 
-/// Every usable device. An error means the CUDA runtime itself failed (no driver, say).
+/// The runtime's and the driver's CUDA versions, once the driver is known to run this build:
+/// an error names both when it cannot ([`crate::driver::check`]), and is a "no device" error
+/// when no driver is installed at all (a CPU-only host). Asked once per process; a warning
+/// (a driver of an older minor version) is logged then.
+pub fn driver() -> Result<CudaVersions, CudaError> {
+    static CHECKED: OnceLock<Result<CudaVersions, CudaError>> = OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let (mut runtime, mut driver) = (0i32, 0i32);
+            check(unsafe { ffi::cuzk_cuda_versions(&mut runtime, &mut driver) })?;
+            let versions = CudaVersions { runtime: CudaVersion::from_api(runtime), driver: CudaVersion::from_api(driver) };
+            match rule::check(driver, runtime) {
+                Ok(warning) => {
+                    if let Some(w) = warning {
+                        tracing::warn!("{w}");
+                    }
+                    Ok(versions)
+                }
+                Err(why) if driver <= 0 => Err(CudaError::no_device(why)),
+                Err(why) => Err(CudaError::driver_too_old(why)),
+            }
+        })
+        .clone()
+}
+
+/// Every usable device. An error means the CUDA runtime itself failed (no driver, say), or
+/// the driver is too old for this build ([`driver`]).
 pub fn devices() -> Result<Vec<DeviceInfo>, CudaError> {
+    driver()?;
     let mut n = 0usize;
     check(unsafe { ffi::cuzk_device_count(&mut n) })?;
     (0..n).map(info).collect()

@@ -5,6 +5,8 @@
 const DEVICE_OOM: i32 = -2;
 const HOST_OOM: i32 = -100001;
 const NO_DEVICE: i32 = -100004;
+/// The installed driver is too old for this build's CUDA runtime (Rust side only).
+const DRIVER_TOO_OLD: i32 = -100005;
 
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("CUDA error {code}: {message}")]
@@ -20,6 +22,16 @@ impl CudaError {
 
     pub fn no_device(message: impl Into<String>) -> Self {
         CudaError { code: NO_DEVICE, message: message.into() }
+    }
+
+    pub fn driver_too_old(message: impl Into<String>) -> Self {
+        CudaError { code: DRIVER_TOO_OLD, message: message.into() }
+    }
+
+    /// A driver is installed but cannot run this build: the wrong build for the host, which
+    /// `gpus.backend = "auto"` must not paper over with the CPU.
+    pub fn is_driver_too_old(&self) -> bool {
+        self.code == DRIVER_TOO_OLD
     }
 
     /// The device (or the host side of the glue) ran out of memory.

@@ -37,6 +37,7 @@ pub struct CsrDev {
 }
 
 extern "C" {
+    pub fn cuzk_cuda_versions(runtime: *mut i32, driver: *mut i32) -> Error;
     pub fn cuzk_device_count(n: *mut usize) -> Error;
     pub fn cuzk_device_props(index: usize, out: *mut DeviceProps) -> Error;
     pub fn cuzk_device_mem(index: usize, free: *mut usize, total: *mut usize) -> Error;

@@ -205,6 +205,10 @@ impl CudaProver {
     /// asked for CUDA), never a silent CPU fallback.
     pub fn new(options: CudaOptions) -> Result<Self, CudaError> {
         let infos = device::select(&options.devices)?;
+        // select() checked the driver; its versions go in the start log beside the devices.
+        let v = device::driver()?;
+        tracing::info!(runtime = %v.runtime, driver_supports = %v.driver, min_driver = crate::driver::min_driver(v.runtime.major).unwrap_or("?"),
+            "CUDA runtime {} with a driver for CUDA {}", v.runtime, v.driver);
         for d in &infos {
             tracing::info!(ordinal = d.ordinal, name = %d.name, pci = %d.pci_bus_id, sm = ?d.compute_capability,
                 memory_gib = d.total_memory as f64 / (1u64 << 30) as f64, "CUDA device in use");
