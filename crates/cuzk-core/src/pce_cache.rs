@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::error::EngineError;
-use crate::scheduler::{MemoryBudget, Reservation};
+use crate::memory::{MemoryBudget, Reservation};
 
 type Slot = Arc<Mutex<Option<Arc<PreCompiled>>>>;
 
@@ -202,7 +202,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::scheduler::ProverForm;
+    use crate::memory::ProverForm;
 
     /// Issue #36, item 7: a preload whose extraction cannot fit the budget is refused before
     /// anything is extracted (it used to extract porep-32g, ~14 GB of RSS, outside the budget).

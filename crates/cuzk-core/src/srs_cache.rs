@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use crate::config::Config;
 use crate::error::EngineError;
 use crate::pce_cache::PceCache;
-use crate::scheduler::{MemoryBudget, Reservation};
+use crate::memory::{MemoryBudget, Reservation};
 use crate::synthetic;
 
 /// One circuit's parameters, decoded and validated, with the prepared verifying key.
@@ -520,7 +520,7 @@ impl SrsCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::ProverForm;
+    use crate::memory::ProverForm;
     use blstrs::{G1Affine, G2Affine};
     use group::prime::PrimeCurveAffine;
 

@@ -14,7 +14,6 @@ mod admission;
 mod inputs;
 mod job;
 mod lane_pool;
-mod memory;
 mod queue;
 pub mod timeline;
 mod watchdog;
@@ -33,12 +32,12 @@ use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
-pub use memory::{working_set_bytes, Estimate, MemoryBudget, ProverForm, Reservation};
 use queue::{WorkKey, WorkQueue};
 use workers::{Lane, ReadyWork, Work};
 
 use crate::config::Config;
 use crate::error::EngineError;
+use crate::memory::{MemoryBudget, ProverForm};
 use crate::metrics::Metrics;
 use crate::pce_cache::PceCache;
 use crate::srs_cache::{EvictOutcome, ResidentSrs, SrsCache};

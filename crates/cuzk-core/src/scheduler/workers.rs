@@ -15,13 +15,13 @@ use cuzk_groth16::WorkLabel;
 
 use super::job::{Job, Phase, Priority};
 use super::lane_pool::LanePool;
-use super::memory::Reservation;
 use super::queue::WorkKey;
 use super::timeline::TimelineEntry;
 use super::watchdog::StageMark;
 use super::Shared;
 use crate::error::EngineError;
 use crate::faults::{self, JobContext, Stage};
+use crate::memory::Reservation;
 use crate::pipeline::{self, Assembled, SynthesizedPartition};
 use crate::srs_cache::LoadedSrs;
 use crate::synthetic::{unverified_message, Verification};
