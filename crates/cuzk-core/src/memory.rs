@@ -131,11 +131,11 @@ pub struct MemoryBudget {
 }
 
 impl State {
-    fn slot(&mut self, stage: Stage) -> &mut u64 {
-        match stage {
-            Stage::Resident => &mut self.resident,
-            Stage::Waiting => &mut self.waiting,
-            Stage::Proving => &mut self.proving,
+    fn slot(&mut self, part: Part) -> &mut u64 {
+        match part {
+            Part::Resident => &mut self.resident,
+            Part::Waiting => &mut self.waiting,
+            Part::Proving => &mut self.proving,
         }
     }
 
@@ -143,25 +143,26 @@ impl State {
         self.resident + self.waiting + self.proving
     }
 
-    fn add(&mut self, stage: Stage, bytes: u64) {
-        *self.slot(stage) += bytes;
+    fn add(&mut self, part: Part, bytes: u64) {
+        *self.slot(part) += bytes;
         self.peak = self.peak.max(self.total());
     }
 }
 
+/// The three parts the budget counts (see the module comment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
+enum Part {
     Resident,
     Waiting,
     Proving,
 }
 
-/// Memory held by one partition at one stage, or by one circuit's loaded parameters or
+/// Memory held by one partition in one part, or by one circuit's loaded parameters or
 /// matrices; released on drop.
 pub struct Reservation {
     budget: Arc<MemoryBudget>,
     bytes: u64,
-    stage: Stage,
+    part: Part,
 }
 
 impl Reservation {
@@ -169,8 +170,8 @@ impl Reservation {
     /// work is already done and the memory already in use.
     pub fn resize(&mut self, bytes: u64) {
         let mut s = self.budget.state.lock();
-        *s.slot(self.stage) -= self.bytes;
-        s.add(self.stage, bytes);
+        *s.slot(self.part) -= self.bytes;
+        s.add(self.part, bytes);
         drop(s);
         if bytes < self.bytes {
             self.budget.freed.notify_all();
@@ -186,7 +187,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         let mut s = self.budget.state.lock();
-        *s.slot(self.stage) -= self.bytes;
+        *s.slot(self.part) -= self.bytes;
         drop(s);
         self.budget.freed.notify_all();
     }
@@ -260,15 +261,15 @@ impl MemoryBudget {
         if self.committed(&s) + bytes > self.limit {
             return None;
         }
-        s.add(Stage::Resident, bytes);
-        Some(Reservation { budget: self.clone(), bytes, stage: Stage::Resident })
+        s.add(Part::Resident, bytes);
+        Some(Reservation { budget: self.clone(), bytes, part: Part::Resident })
     }
 
     /// Count `bytes` that are already in memory (matrices just loaded or extracted), fitting
     /// or not: refusing them now would free nothing. Later reservations see the room they took.
     pub fn hold_resident(self: &Arc<Self>, bytes: u64) -> Reservation {
-        self.state.lock().add(Stage::Resident, bytes);
-        Reservation { budget: self.clone(), bytes, stage: Stage::Resident }
+        self.state.lock().add(Part::Resident, bytes);
+        Reservation { budget: self.clone(), bytes, part: Part::Resident }
     }
 
     /// Block until some reservation is released or `timeout` passes.
@@ -321,8 +322,8 @@ impl MemoryBudget {
             // a bigger circuit admitted since may have raised the headroom) still runs when
             // nothing else waits, rather than never.
             if self.committed(&s) + e.waiting <= self.limit || s.waiting == 0 {
-                s.add(Stage::Waiting, e.waiting);
-                return Some(Reservation { budget: self.clone(), bytes: e.waiting, stage: Stage::Waiting });
+                s.add(Part::Waiting, e.waiting);
+                return Some(Reservation { budget: self.clone(), bytes: e.waiting, part: Part::Waiting });
             }
             if give_up() {
                 return None;
@@ -339,15 +340,15 @@ impl MemoryBudget {
         if s.total() + bytes > self.limit {
             return None;
         }
-        s.add(Stage::Proving, bytes);
-        Some(Reservation { budget: self.clone(), bytes, stage: Stage::Proving })
+        s.add(Part::Proving, bytes);
+        Some(Reservation { budget: self.clone(), bytes, part: Part::Proving })
     }
 
     /// A prover's share for one partition. Never waits (see the module comment); the
     /// headroom kept by [`MemoryBudget::reserve_waiting`] is what makes room for it.
     pub fn reserve_proving(self: &Arc<Self>, bytes: u64) -> Reservation {
-        self.state.lock().add(Stage::Proving, bytes);
-        Reservation { budget: self.clone(), bytes, stage: Stage::Proving }
+        self.state.lock().add(Part::Proving, bytes);
+        Reservation { budget: self.clone(), bytes, part: Part::Proving }
     }
 }
 

@@ -112,20 +112,22 @@ pub struct Job {
     phase_tx: watch::Sender<Phase>,
 }
 
+/// What a submit decides about a new job: everything of it but its progress.
+pub(crate) struct NewJob {
+    pub id: String,
+    pub request_id: String,
+    pub inputs: InputDigest,
+    pub kind: ProofKind,
+    pub circuit: CircuitId,
+    pub priority: Priority,
+    pub seq: u64,
+    pub partitions: usize,
+    pub submitted: Instant,
+}
+
 impl Job {
-    // Nine fields a submit decides; one struct for them belongs to issue #37's restructuring.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        id: String,
-        request_id: String,
-        inputs: InputDigest,
-        kind: ProofKind,
-        circuit: CircuitId,
-        priority: Priority,
-        seq: u64,
-        partitions: usize,
-        submitted: Instant,
-    ) -> Job {
+    pub(crate) fn new(job: NewJob) -> Job {
+        let NewJob { id, request_id, inputs, kind, circuit, priority, seq, partitions, submitted } = job;
         let (phase_tx, _) = watch::channel(Phase::Queued);
         Job {
             id,

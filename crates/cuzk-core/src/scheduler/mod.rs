@@ -32,8 +32,9 @@ use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
+use job::NewJob;
 use queue::{WorkKey, WorkQueue};
-use workers::{Lane, ReadyWork, Work};
+use workers::{Lane, PendingWork, ReadyWork};
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -109,7 +110,7 @@ pub(crate) struct Shared {
     pub backend: Arc<dyn ProverBackend>,
     pub memory: Arc<MemoryBudget>,
     pub metrics: Metrics,
-    pub pending: WorkQueue<Work>,
+    pub pending: WorkQueue<PendingWork>,
     pub ready: WorkQueue<ReadyWork>,
     pub jobs: Mutex<HashMap<String, Arc<Job>>>,
     /// Request id → every job submitted under it and not yet pruned, oldest first. Curio
@@ -122,11 +123,20 @@ pub(crate) struct Shared {
     pub timeline: timeline::Timeline,
     /// Prover worker threads actually started (the backend's parallelism or the config's).
     pub prover_workers: usize,
-    pub totals: [AtomicU64; 3],
+    pub totals: Totals,
     pub next_seq: AtomicU64,
     pub started: Instant,
     /// What each worker is doing, for the watchdog (`pipeline.stall_timeout_secs`).
     pub(crate) activity: watchdog::Activity,
+}
+
+/// Jobs ended since the scheduler started, by how they ended (the status's totals; the
+/// Prometheus counters carry the same per kind).
+#[derive(Default)]
+pub(crate) struct Totals {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+    pub cancelled: AtomicU64,
 }
 
 pub struct Scheduler {
@@ -266,17 +276,17 @@ impl Scheduler {
         let priority = priority.unwrap_or_else(|| Priority::default_for(kind));
         let seq = sh.next_seq.fetch_add(1, Ordering::SeqCst);
         let job_id = format!("{}-{}-{:08x}", kind.name(), seq, rand::random::<u32>());
-        let job = Arc::new(Job::new(
-            job_id.clone(),
-            request_id.to_string(),
-            digest,
+        let job = Arc::new(Job::new(NewJob {
+            id: job_id.clone(),
+            request_id: request_id.to_string(),
+            inputs: digest,
             kind,
             circuit,
             priority,
             seq,
-            prepared.partitions.len(),
-            arrived,
-        ));
+            partitions: prepared.partitions.len(),
+            submitted: arrived,
+        }));
         // Register under the request id atomically with the check, so two concurrent
         // submits of one id cannot both create jobs.
         {
@@ -301,7 +311,7 @@ impl Scheduler {
         let queue_position = sh.pending.ahead_of(WorkKey::new(priority, seq, 0)) as u32;
         for partition in prepared.partitions {
             let key = WorkKey::new(priority, seq, partition.index);
-            sh.pending.push(key, Work { job: job.clone(), partition });
+            sh.pending.push(key, PendingWork { job: job.clone(), partition });
         }
         let decoding = arrived.elapsed();
         sh.metrics.submit_seconds.with_label_values(&[kind.name()]).observe(decoding.as_secs_f64());
@@ -425,9 +435,9 @@ impl Scheduler {
         StatusSnapshot {
             queues,
             resident_srs: sh.srs.resident(),
-            completed: sh.totals[0].load(Ordering::Relaxed),
-            failed: sh.totals[1].load(Ordering::Relaxed),
-            cancelled: sh.totals[2].load(Ordering::Relaxed),
+            completed: sh.totals.completed.load(Ordering::Relaxed),
+            failed: sh.totals.failed.load(Ordering::Relaxed),
+            cancelled: sh.totals.cancelled.load(Ordering::Relaxed),
             uptime: sh.started.elapsed(),
             memory_used: sh.memory.used(),
             memory_limit: sh.memory.limit(),
@@ -554,13 +564,13 @@ impl Shared {
     }
 
     pub(crate) fn count_end(&self, job: &Job, phase: Phase) {
-        let (i, counter) = match phase {
-            Phase::Completed => (0, &self.metrics.completed),
-            Phase::Failed => (1, &self.metrics.failed),
-            Phase::Cancelled => (2, &self.metrics.cancelled),
+        let (total, counter) = match phase {
+            Phase::Completed => (&self.totals.completed, &self.metrics.completed),
+            Phase::Failed => (&self.totals.failed, &self.metrics.failed),
+            Phase::Cancelled => (&self.totals.cancelled, &self.metrics.cancelled),
             _ => return,
         };
-        self.totals[i].fetch_add(1, Ordering::Relaxed);
+        total.fetch_add(1, Ordering::Relaxed);
         counter.with_label_values(&[job.kind.name()]).inc();
     }
 }

@@ -54,7 +54,7 @@ impl Lane {
 }
 
 /// A partition waiting for synthesis.
-pub struct Work {
+pub struct PendingWork {
     pub job: Arc<Job>,
     pub partition: Partition,
 }
@@ -122,7 +122,7 @@ fn supervised(sh: &Arc<Shared>, pool: &LanePool, job: Arc<Job>, admission: &'sta
     });
 }
 
-fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &StageMark) {
+fn synthesize_one(sh: &Arc<Shared>, PendingWork { job, partition }: PendingWork, stage: &StageMark) {
     if job.is_cancelled_or_done() {
         return;
     }
