@@ -241,6 +241,12 @@ impl MemoryBudget {
         self.state.lock().resident
     }
 
+    /// Bytes reserved by partitions in flight: their working sets, waiting and proving.
+    pub fn working(&self) -> u64 {
+        let s = self.state.lock();
+        s.waiting + s.proving
+    }
+
     /// The most ever reserved at once.
     pub fn peak(&self) -> u64 {
         self.state.lock().peak
@@ -459,6 +465,15 @@ mod tests {
         drop(r1);
         assert_eq!(waiter.join().unwrap(), Some(20));
         assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn the_working_part_is_what_partitions_hold_without_the_resident_part() {
+        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 1);
+        let _params = b.try_reserve_resident(30).unwrap();
+        let _waiting = b.reserve_waiting(est(10, 20), || false).unwrap();
+        let _proving = b.reserve_proving(20);
+        assert_eq!((b.used(), b.resident(), b.working()), (60, 30, 30));
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub struct StatusSnapshot {
     pub memory_limit: u64,
     /// Of `memory_used`, what loaded parameters and PCE matrices hold.
     pub memory_resident: u64,
+    /// Of `memory_used`, what partitions in flight hold (their working sets).
+    pub memory_working: u64,
     /// The most the budget ever had reserved at once.
     pub memory_peak: u64,
     pub partitions_in_flight: u64,
@@ -442,6 +444,7 @@ impl Scheduler {
             memory_used: sh.memory.used(),
             memory_limit: sh.memory.limit(),
             memory_resident: sh.memory.resident(),
+            memory_working: sh.memory.working(),
             memory_peak: sh.memory.peak(),
             partitions_in_flight: sh.in_flight.load(Ordering::Relaxed),
             synthesis_workers: sh.config.pipeline.synthesis_worker_count(),
