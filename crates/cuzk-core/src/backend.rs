@@ -50,14 +50,11 @@ pub fn build_summary() -> String {
     }
 }
 
-/// Who does the fixed-base multiplications of the generated setup (`srs.generated`): the first
-/// of the backend's CUDA devices when the backend is CUDA (seconds instead of minutes at
-/// 32 GiB), else the CPU.
-pub fn setup_engine(config: &Config, backend: &dyn ProverBackend) -> Arc<dyn FixedBaseMul> {
-    if backend.name().starts_with("cuda") {
-        return fixed_base_engine(&config.gpus.devices);
-    }
-    Arc::new(CpuFixedBase::new())
+/// Who does the fixed-base multiplications of the generated setup (`srs.generated`): the
+/// backend's own engine when it has one (CUDA: its first device; seconds instead of minutes
+/// at 32 GiB), else the CPU.
+pub fn setup_engine(backend: &dyn ProverBackend) -> Arc<dyn FixedBaseMul> {
+    backend.fixed_base().unwrap_or_else(|| Arc::new(CpuFixedBase::new()))
 }
 
 /// The first of `devices` (CUDA ordinals; empty = any) when this build has CUDA and finds one,

@@ -55,7 +55,7 @@ impl Engine {
     pub fn new(config: Config) -> Result<Engine, EngineError> {
         config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
         let backend = crate::backend::select(&config)?;
-        let srs = SrsCache::from_config(&config, || crate::backend::setup_engine(&config, &*backend));
+        let srs = SrsCache::from_config(&config, || crate::backend::setup_engine(&*backend));
         let pce = PceCache::from_config(&config);
         Ok(Engine { config, srs, pce, backend })
     }

@@ -146,6 +146,13 @@ pub trait ProverBackend: Send + Sync {
         0
     }
 
+    /// The backend's own engine for a generated setup's fixed-base multiplications
+    /// (`srs.generated`), when it has one: a device does a 32 GiB circuit's in seconds, where
+    /// the CPU takes minutes. None (the default): the CPU does them.
+    fn fixed_base(&self) -> Option<std::sync::Arc<dyn crate::setup::FixedBaseMul>> {
+        None
+    }
+
     /// Offered before a generated setup computes any point (see [`crate::srs_sink`]): a
     /// backend that will hold every point on every device it proves on may take them chunk by
     /// chunk as they are made, so that the host never holds the whole key. `None` (the

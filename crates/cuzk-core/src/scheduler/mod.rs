@@ -181,7 +181,7 @@ impl Scheduler {
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),
             prover_workers,
-            srs: attach(SrsCache::from_config(&config, || crate::backend::setup_engine(&config, &*backend)), &memory, &backend),
+            srs: attach(SrsCache::from_config(&config, || crate::backend::setup_engine(&*backend)), &memory, &backend),
             pce: PceCache::from_config(&config).inspect(|p| p.attach_budget(memory.clone())),
             backend,
             memory,

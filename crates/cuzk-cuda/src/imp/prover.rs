@@ -597,6 +597,12 @@ impl ProverBackend for CudaProver {
         let _ = self.host_memory.set(reserve);
     }
 
+    /// The first device's (the one `gpus.devices` lists first, or the lowest usable ordinal).
+    fn fixed_base(&self) -> Option<Arc<dyn cuzk_groth16::setup::FixedBaseMul>> {
+        let first = self.gpus.first()?;
+        Some(Arc::new(super::setup::CudaFixedBase::new(first.info.index)))
+    }
+
     fn adopt_srs(&self, srs: &mut Srs) {
         if !self.may_drop_host_copy() || srs.points_released() {
             return;
