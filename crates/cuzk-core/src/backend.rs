@@ -72,20 +72,12 @@ pub fn fixed_base_engine(devices: &[u32]) -> Arc<dyn FixedBaseMul> {
 
 #[cfg(feature = "cuda")]
 fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
-    use crate::config::{B2Placement, SrsResidency};
     let g = &config.gpus;
     let options = cuzk_cuda::CudaOptions {
         devices: g.devices.clone(),
         workers_per_device: g.workers_per_device,
-        residency: match g.srs_residency {
-            SrsResidency::Auto => cuzk_cuda::Residency::Auto,
-            SrsResidency::Always => cuzk_cuda::Residency::Always,
-            SrsResidency::Never => cuzk_cuda::Residency::Never,
-        },
-        b_g2: match g.b_g2 {
-            B2Placement::Gpu => cuzk_cuda::B2Placement::Gpu,
-            B2Placement::Cpu => cuzk_cuda::B2Placement::Cpu,
-        },
+        residency: g.srs_residency,
+        b_g2: g.b_g2,
         device_matvec: g.device_matvec,
         keep_host_params: g.keep_host_params,
         stage_queries: None,

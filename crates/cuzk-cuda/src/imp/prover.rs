@@ -39,25 +39,9 @@ use super::error::CudaError;
 use super::pce::DevicePce;
 use super::phases::{self, HostInputs};
 use super::resident::{PinnedSrs, SrsKey, SrsOnDevice};
+use crate::options::{B2Placement, Residency};
 use crate::placement::{Query, Staged};
 use super::witness::WitnessRef;
-
-/// Whether the SRS points live on each device or stream from host memory per proof.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Residency {
-    /// Resident when the device has room for them plus a proof's working buffers.
-    Auto,
-    Always,
-    Never,
-}
-
-/// Where B in G2 (the one G2 MSM) is computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum B2Placement {
-    Gpu,
-    /// On the CPU, concurrently with the device work of the same partition.
-    Cpu,
-}
 
 #[derive(Clone, Debug)]
 pub struct CudaOptions {
