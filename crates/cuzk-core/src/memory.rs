@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
+use cuzk_groth16::HostMemory;
 use parking_lot::{Condvar, Mutex};
 
 /// How the prover stage turns a waiting partition into a proof, which decides what it adds
@@ -186,10 +187,19 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let mut s = self.budget.state.lock();
-        *s.slot(self.part) -= self.bytes;
-        drop(s);
-        self.budget.freed.notify_all();
+        self.budget.release(self.part, self.bytes);
+    }
+}
+
+/// The budget as a prover backend sees it (cuzk-groth16's `HostMemory`): bytes beyond a
+/// prover's share, counted with the provers' and only if they fit now.
+impl HostMemory for MemoryBudget {
+    fn try_take(&self, bytes: u64) -> bool {
+        self.try_add_proving(bytes)
+    }
+
+    fn give_back(&self, bytes: u64) {
+        self.release(Part::Proving, bytes);
     }
 }
 
@@ -254,7 +264,7 @@ impl MemoryBudget {
 
     /// What is spoken for: everything resident and waiting, and the provers' part — their
     /// headroom, or what they hold when that is more (a CPU retry's a, b, c beyond a
-    /// prover's share, [`MemoryBudget::try_reserve_proving`], is memory in use as well).
+    /// prover's share, taken through [`HostMemory`], is memory in use as well).
     fn committed(&self, s: &State) -> u64 {
         s.resident + s.waiting + (self.prover_workers * s.max_proving).max(s.proving)
     }
@@ -339,15 +349,23 @@ impl MemoryBudget {
     }
 
     /// Extra bytes for a prover beyond its share (a GPU backend retrying a partition on the
-    /// CPU, which builds a, b, c on the host), only if they fit now: never waits, since a
-    /// waiting prover could wait on itself.
-    pub fn try_reserve_proving(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+    /// CPU, which builds a, b, c on the host, through [`HostMemory`]), only if they fit now:
+    /// never waits, since a waiting prover could wait on itself.
+    fn try_add_proving(&self, bytes: u64) -> bool {
         let mut s = self.state.lock();
         if s.total() + bytes > self.limit {
-            return None;
+            return false;
         }
         s.add(Part::Proving, bytes);
-        Some(Reservation { budget: self.clone(), bytes, part: Part::Proving })
+        true
+    }
+
+    /// Give back `bytes` of `part`; whoever waits for room looks again.
+    fn release(&self, part: Part, bytes: u64) {
+        let mut s = self.state.lock();
+        *s.slot(part) -= bytes;
+        drop(s);
+        self.freed.notify_all();
     }
 
     /// A prover's share for one partition. Never waits (see the module comment); the
@@ -415,19 +433,25 @@ fn cgroup_room_in(dir: &std::path::Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuzk_groth16::HostBytes;
 
     fn est(waiting: u64, proving: u64) -> Estimate {
         Estimate { waiting, proving }
+    }
+
+    /// Bytes beyond a prover's share, taken as a backend takes them.
+    fn take_extra(b: &Arc<MemoryBudget>, bytes: u64) -> Option<HostBytes> {
+        HostBytes::take(&(b.clone() as Arc<dyn HostMemory>), bytes)
     }
 
     #[test]
     fn extra_prover_bytes_are_reserved_only_when_they_fit_now() {
         let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
         let held = b.try_reserve_resident(50).unwrap();
-        let extra = b.try_reserve_proving(40).expect("90 of 100");
-        assert!(b.try_reserve_proving(20).is_none(), "110 of 100: refused, not waited for");
+        let extra = take_extra(&b, 40).expect("90 of 100");
+        assert!(take_extra(&b, 20).is_none(), "110 of 100: refused, not waited for");
         drop(extra);
-        assert!(b.try_reserve_proving(50).is_some(), "released bytes are available again");
+        assert!(take_extra(&b, 50).is_some(), "released bytes are available again");
         drop(held);
         assert_eq!(b.used(), 0);
     }
@@ -438,7 +462,7 @@ mod tests {
     fn a_provers_extra_bytes_keep_further_partitions_waiting() {
         let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
         let _w = b.reserve_waiting(est(40, 10), || false).unwrap();
-        let extra = b.try_reserve_proving(50).expect("40 + 50 of 100");
+        let extra = take_extra(&b, 50).expect("40 + 50 of 100");
         assert!(b.reserve_waiting(est(40, 10), || true).is_none(), "40 + 50 + 40 > 100: it must wait");
         assert!(b.try_reserve_resident(20).is_none(), "nor do parameters fit past it");
         drop(extra);

@@ -26,8 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, InputError, ProofKind, ProofRequest};
-use cuzk_groth16::srs_sink::{QuerySink, QueryTaker};
-use cuzk_groth16::{DeviceReport, ProverBackend, QueryLens};
+use cuzk_groth16::{DeviceReport, ProverBackend};
 use inputs::{reusable, InputDigest};
 use parking_lot::Mutex;
 
@@ -175,14 +174,15 @@ impl Scheduler {
         let lane = config.pipeline.deadline_lane;
         let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + 2 * usize::from(lane));
         // A GPU backend's retry on the CPU asks for its a, b, c here, now or not at all.
-        let budget = memory.clone();
-        backend.attach_host_memory(Box::new(move |bytes| budget.try_reserve_proving(bytes).map(|r| Box::new(r) as Box<dyn std::any::Any + Send>)));
+        backend.attach_host_memory(memory.clone());
         let started = Instant::now();
         let shared = Arc::new(Shared {
             timeline: timeline::Timeline::new(started),
             prover_workers,
-            srs: attach(SrsCache::from_config(&config, || crate::backend::setup_engine(&*backend)), &memory, &backend),
-            pce: PceCache::from_config(&config).inspect(|p| p.attach_budget(memory.clone())),
+            // The daemon's parameters count against its one memory budget, and the backend
+            // sees every load (onto its devices) and eviction (off them).
+            srs: Arc::new(SrsCache::from_config(&config, &*backend).with_budget(memory.clone(), backend.clone())),
+            pce: PceCache::from_config(&config).map(|p| Arc::new(p.with_budget(memory.clone()))),
             backend,
             memory,
             metrics: Metrics::new(&ProofKind::ALL.map(|k| k.name())),
@@ -406,8 +406,7 @@ impl Scheduler {
 
     pub fn evict(&self, circuit: &str) -> Result<EvictOutcome, EngineError> {
         let id = CircuitId::parse(circuit)?;
-        let backend = &self.shared.backend;
-        Ok(self.shared.srs.evict_with(id, |srs| backend.forget_srs(srs)))
+        Ok(self.shared.srs.evict(id))
     }
 
     /// Whether the backend can still prove (false: every GPU lost; see
@@ -575,28 +574,6 @@ impl Shared {
         };
         total.fetch_add(1, Ordering::Relaxed);
         counter.with_label_values(&[job.kind.name()]).inc();
-    }
-}
-
-/// The daemon's parameters count against its one memory budget; those evicted to make room
-/// leave the backend's device copies first.
-fn attach(srs: Arc<SrsCache>, memory: &Arc<MemoryBudget>, backend: &Arc<dyn ProverBackend>) -> Arc<SrsCache> {
-    let sink = Arc::new(BackendQueries(backend.clone()));
-    let backend = backend.clone();
-    let adopter = backend.clone();
-    srs.attach_budget(memory.clone(), move |s| backend.forget_srs(s), move |s| {
-        adopter.adopt_srs(s);
-        adopter.host_bytes(s)
-    }, sink);
-    srs
-}
-
-/// The backend as the parameters' query sink (`ProverBackend::begin_queries`).
-struct BackendQueries(Arc<dyn ProverBackend>);
-
-impl QuerySink for BackendQueries {
-    fn begin(&self, path: &std::path::Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
-        self.0.begin_queries(path, id, lens)
     }
 }
 

@@ -27,7 +27,7 @@ use blstrs::{G2Projective, Scalar as Fr};
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
 use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
 use cuzk_groth16::srs_sink::QueryTaker;
-use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostBytes, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
@@ -109,7 +109,7 @@ pub struct CudaProver {
     cpu: CpuProver,
     next: AtomicUsize,
     /// The engine's budget, asked before a retry on the CPU builds a, b, c on the host.
-    host_memory: std::sync::OnceLock<HostMemory>,
+    host_memory: std::sync::OnceLock<Arc<dyn HostMemory>>,
 }
 
 /// What the device-exclusive region produced; [`CudaProver::finish`] turns it into a proof.
@@ -472,7 +472,7 @@ impl CudaProver {
         let need = 96 * shape.domain.n as u64 + 64 * q.l as u64;
         let _room = match self.host_memory.get() {
             None => None,
-            Some(reserve) => match reserve(need) {
+            Some(memory) => match HostBytes::take(memory, need) {
                 Some(guard) => Some(guard),
                 None => {
                     let device = last_err.map(|e| e.to_string()).unwrap_or_default();
@@ -577,8 +577,8 @@ impl ProverBackend for CudaProver {
         found
     }
 
-    fn attach_host_memory(&self, reserve: HostMemory) {
-        let _ = self.host_memory.set(reserve);
+    fn attach_host_memory(&self, memory: Arc<dyn HostMemory>) {
+        let _ = self.host_memory.set(memory);
     }
 
     /// The first device's (the one `gpus.devices` lists first, or the lowest usable ordinal).
