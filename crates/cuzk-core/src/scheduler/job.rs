@@ -158,6 +158,14 @@ impl Job {
         self.progress.lock().phase
     }
 
+    /// Whether a request with inputs `digest` may be answered with this job (the one its
+    /// request id points at; see `inputs`): same inputs, and queued, running or completed. A
+    /// failed or cancelled job is never handed back, so a retry under the same id is proved
+    /// again instead of receiving the old failure until the client gives up.
+    pub(crate) fn may_answer(&self, digest: &InputDigest) -> bool {
+        self.inputs == *digest && matches!(self.phase(), Phase::Queued | Phase::Running | Phase::Completed)
+    }
+
     pub fn subscribe(&self) -> watch::Receiver<Phase> {
         self.phase_tx.subscribe()
     }
