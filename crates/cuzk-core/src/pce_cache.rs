@@ -128,6 +128,15 @@ impl PceCache {
         Ok(self.get_unpinned(circuit)?.srs_shape())
     }
 
+    /// [`PceCache::srs_shape`], and the host bytes the parameters' points take.
+    pub fn srs_shape_and_bytes(&self, circuit: CircuitId) -> Result<(SrsShape, u64), EngineError> {
+        let shape = self.srs_shape(circuit)?;
+        let points = shape
+            .resident_bytes()
+            .ok_or_else(|| EngineError::Internal(format!("{circuit}: no evaluation domain fits the circuit")))?;
+        Ok((shape, points))
+    }
+
     /// From the disk cache, or extracted from the blank circuit and saved; `reserve`: the
     /// extraction's peak is reserved in the attached budget for its length first.
     fn load_or_extract(&self, circuit: CircuitId, reserve: bool) -> Result<(PreCompiled, PceSource), EngineError> {

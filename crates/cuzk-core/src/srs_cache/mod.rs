@@ -10,8 +10,18 @@
 //! before it starts (the file's size, or a generated setup's points plus its evaluations); a
 //! load that does not fit evicts idle parameters of other circuits, least recently used first,
 //! then waits for jobs to release theirs, and is refused when nothing can ever make room. The
-//! prover backend comes with the budget and sees every load and eviction (see [`Budget`]).
+//! prover backend comes with the budget and sees every load and eviction (`budget`).
 //! Without one (the in-process engine), loads stay on the host as they were made.
+//!
+//! This module is the cache: load-once slots, room made in the budget (least recently used
+//! first, the deadline circuits pinned), eviction and the resident list. Each parameter source
+//! is a module of its own (`files`, `synthetic`, `generated`; `sources` picks one per circuit).
+
+mod budget;
+mod files;
+mod generated;
+mod sources;
+mod synthetic;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -19,19 +29,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::params::param_files;
+use budget::Budget;
 use cuzk_filecoin::{CircuitId, ProofKind};
-use cuzk_groth16::setup::FixedBaseMul;
-use cuzk_groth16::srs::load_verifying_key;
-use cuzk_groth16::srs_sink::{QuerySink, QueryTaker};
-use cuzk_groth16::{PreparedVerifyingKey, ProverBackend, QueryLens, Srs, SubgroupCheck};
+use cuzk_groth16::srs_sink::QuerySink;
+use cuzk_groth16::{PreparedVerifyingKey, ProverBackend, Srs, SubgroupCheck};
 use parking_lot::Mutex;
+use sources::Sources;
 
 use crate::config::Config;
 use crate::error::EngineError;
-use crate::pce_cache::PceCache;
 use crate::memory::{MemoryBudget, Reservation};
-use crate::synthetic;
 
 /// One circuit's parameters, decoded and validated, with the prepared verifying key.
 pub struct LoadedSrs {
@@ -44,30 +51,6 @@ pub struct LoadedSrs {
     last_used: AtomicU64,
     /// The load's share of the memory budget, released with the parameters.
     _memory: Option<Reservation>,
-}
-
-/// The daemon's cache works with the budget every load reserves from, and with the prover
-/// backend, which sees every load and eviction:
-/// * offered the queries of a generated setup while they are made, and of a `.params` file
-///   while it is read ([`ProverBackend::begin_queries`], through [`BackendQueries`]): a backend
-///   that accepts takes every point then, and the host never holds the whole key;
-/// * then every load before any job ([`ProverBackend::adopt_srs`]): the backend may take the
-///   points onto its devices and release the host copy (then only the verifying key stays
-///   counted); the host bytes it keeps for them besides (staged queries,
-///   [`ProverBackend::host_bytes`]) stay reserved with the load;
-/// * parameters evicted, before they are freed ([`ProverBackend::forget_srs`]: its device copies).
-struct Budget {
-    memory: Arc<MemoryBudget>,
-    backend: Arc<dyn ProverBackend>,
-}
-
-/// A backend as the query sink of one load (`cuzk_groth16::srs_sink`).
-struct BackendQueries<'a>(&'a dyn ProverBackend);
-
-impl QuerySink for BackendQueries<'_> {
-    fn begin(&self, path: &std::path::Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
-        self.0.begin_queries(path, id, lens)
-    }
 }
 
 type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
@@ -85,40 +68,17 @@ impl<F: FnMut()> Drop for Finally<F> {
 }
 
 pub struct SrsCache {
-    dir: PathBuf,
-    check: SubgroupCheck,
-    /// Where subgroup-check records go (the state directory); none = beside the files.
-    records: Option<PathBuf>,
+    sources: Sources,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
     /// Circuits whose load is waiting for other jobs to free memory (not working): callers
     /// queued behind such a load on its slot are waiting too, not stuck.
     waiting_for_memory: Mutex<BTreeSet<CircuitId>>,
-    /// Set when `srs.synthetic` lists circuits.
-    synthetic: Option<SyntheticSource>,
-    /// Set when `srs.generated` lists circuits.
-    generated: Option<GeneratedSource>,
-    /// The daemon's (see [`Budget`]); none in the in-process engine.
+    /// The daemon's (see `budget`); none in the in-process engine.
     budget: Option<Budget>,
     epoch: Instant,
     /// Never evicted to make room for another load: the preloaded WinningPoSt and WindowPoSt
     /// circuits, whose deadlines cannot wait for a reload (an explicit EvictSRS still works).
     pinned: BTreeSet<CircuitId>,
-}
-
-/// Which circuits get generated (INSECURE) parameters, from which seed, and where their
-/// matrices come from (the same cache files the engine's PCE cache uses).
-struct GeneratedSource {
-    circuits: BTreeSet<CircuitId>,
-    seed: u64,
-    matrices: PceCache,
-    mul: Arc<dyn FixedBaseMul>,
-}
-
-/// Which circuits get synthetic parameters, and where their shapes come from: PCE matrices
-/// from the same cache files the engine's PCE cache uses (never kept resident here).
-struct SyntheticSource {
-    circuits: BTreeSet<CircuitId>,
-    shapes: PceCache,
 }
 
 /// A resident entry as status reports show it.
@@ -145,15 +105,16 @@ pub enum EvictOutcome {
 }
 
 impl SrsCache {
+    /// A cache of the parameter files in `dir`.
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
+        SrsCache::with_sources(Sources::files(dir, check))
+    }
+
+    fn with_sources(sources: Sources) -> Self {
         SrsCache {
-            dir,
-            check,
-            records: None,
+            sources,
             slots: Mutex::new(BTreeMap::new()),
             waiting_for_memory: Mutex::new(BTreeSet::new()),
-            synthetic: None,
-            generated: None,
             budget: None,
             epoch: Instant::now(),
             pinned: BTreeSet::new(),
@@ -161,9 +122,9 @@ impl SrsCache {
     }
 
     /// The daemon's cache: every load counted against `memory`, and offered to `backend`,
-    /// which also forgets the evicted ones (see [`Budget`]).
+    /// which also forgets the evicted ones (see `budget`).
     pub fn with_budget(mut self, memory: Arc<MemoryBudget>, backend: Arc<dyn ProverBackend>) -> Self {
-        self.budget = Some(Budget { memory, backend });
+        self.budget = Some(Budget::new(memory, backend));
         self
     }
 
@@ -171,8 +132,7 @@ impl SrsCache {
     /// their fixed-base multiplications if it has an engine for them
     /// ([`ProverBackend::fixed_base`]), else the CPU does.
     pub fn from_config(config: &Config, backend: &dyn ProverBackend) -> Self {
-        let mut cache = Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into());
-        cache.records = config.subgroup_record_dir();
+        let mut cache = Self::with_sources(Sources::from_config(config, backend));
         cache.pinned = config
             .srs
             .preload
@@ -180,38 +140,12 @@ impl SrsCache {
             .filter_map(|id| CircuitId::parse(id).ok())
             .filter(|c| matches!(c.kind, ProofKind::WinningPost | ProofKind::WindowPostPartition))
             .collect();
-        // `validate` has checked the ids; an unparsable one here would be a bug upstream.
-        let circuits: BTreeSet<CircuitId> = config.synthetic_circuits().unwrap_or_default().into_iter().collect();
-        if !circuits.is_empty() {
-            let list: Vec<String> = circuits.iter().map(|c| c.to_string()).collect();
-            tracing::warn!(
-                circuits = %list.join(", "),
-                "srs.synthetic is set: these circuits get RANDOM parameters (benchmarks only); their proofs \
-                 cannot verify and are returned unverified and flagged, never as verified proofs"
-            );
-            let shapes = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
-            cache.synthetic = Some(SyntheticSource { circuits, shapes });
-        }
-        let circuits: BTreeSet<CircuitId> = config.generated_circuits().unwrap_or_default().into_iter().collect();
-        if !circuits.is_empty() {
-            let list: Vec<String> = circuits.iter().map(|c| c.to_string()).collect();
-            tracing::warn!(
-                circuits = %list.join(", "), seed = config.srs.generated_seed,
-                "srs.generated is set: these circuits get INSECURE parameters from cuzk's own setup with a known \
-                 trapdoor; their proofs verify only against the generated key and can be forged by anyone with \
-                 the seed — tests and benchmarks only, never for proofs that go on chain"
-            );
-            let matrices = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
-            let mul = crate::backend::setup_engine(backend);
-            tracing::info!(engine = %mul.name(), "generated setup: fixed-base multiplications run here");
-            cache.generated = Some(GeneratedSource { circuits, seed: config.srs.generated_seed, matrices, mul });
-        }
         cache
     }
 
     /// Whether `circuit`'s parameters are synthetic (`srs.synthetic`).
     pub fn is_synthetic(&self, circuit: CircuitId) -> bool {
-        self.synthetic.as_ref().is_some_and(|s| s.circuits.contains(&circuit))
+        self.sources.is_synthetic(circuit)
     }
 
     /// The parameters of `circuit`, loading them if needed. Returns whether this call loaded.
@@ -255,36 +189,11 @@ impl SrsCache {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Bytes a load of `circuit` takes at its peak: the parameters, plus a generated setup's
-    /// QAP evaluations (three field elements per variable) while it runs.
-    fn load_bytes(&self, circuit: CircuitId) -> Result<u64, EngineError> {
-        let shape = |pce: &PceCache| -> Result<_, EngineError> {
-            let shape = pce.srs_shape(circuit)?;
-            let points = shape
-                .resident_bytes()
-                .ok_or_else(|| EngineError::Internal(format!("{circuit}: no evaluation domain fits the circuit")))?;
-            Ok((shape, points))
-        };
-        if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            return Ok(shape(&source.shapes)?.1);
-        }
-        if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            let (shape, points) = shape(&source.matrices)?;
-            return Ok(points + 96 * (shape.num_inputs + shape.num_aux) as u64);
-        }
-        // A missing file is reported by the load itself.
-        Ok(param_files(&self.dir, circuit).ok().and_then(|f| std::fs::metadata(&f.params).ok()).map_or(0, |m| m.len()))
-    }
-
     /// The resident bytes `circuit`'s parameters will take, as far as known without loading
     /// anything (the file's size; 0 for generated or synthetic ones): for refusing at submit a
     /// job that can never fit.
     pub fn expected_bytes(&self, circuit: CircuitId) -> u64 {
-        let listed = |c: &BTreeSet<CircuitId>| c.contains(&circuit);
-        if self.synthetic.as_ref().is_some_and(|s| listed(&s.circuits)) || self.generated.as_ref().is_some_and(|s| listed(&s.circuits)) {
-            return 0;
-        }
-        self.load_bytes(circuit).unwrap_or(0)
+        self.sources.expected_bytes(circuit)
     }
 
     /// Refuse now a load of `circuit` that cannot fit the budget even with nothing else
@@ -293,7 +202,7 @@ impl SrsCache {
     /// behind.
     pub fn refuse_if_never_fits(&self, circuit: CircuitId, also: u64) -> Result<(), EngineError> {
         let Some(budget) = &self.budget else { return Ok(()) };
-        let need = self.load_bytes(circuit)?;
+        let need = self.sources.load_bytes(circuit)?;
         let limit = budget.memory.limit();
         if need + also > limit {
             return Err(EngineError::ResourceExhausted(format!(
@@ -311,7 +220,7 @@ impl SrsCache {
     /// parameters, least recently used first, then waiting for jobs to release theirs.
     fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool, waiting: &impl Fn(bool)) -> Result<Option<Reservation>, EngineError> {
         let Some(budget) = &self.budget else { return Ok(None) };
-        let need = self.load_bytes(circuit)?;
+        let need = self.sources.load_bytes(circuit)?;
         // Whatever way the loop ends, the circuit is no longer waiting and the caller works.
         let _done = Finally(|| {
             self.waiting_for_memory.lock().remove(&circuit);
@@ -385,65 +294,13 @@ impl SrsCache {
         // loads again instead of finding a poisoned or half-filled slot.
         crate::faults::hit(crate::faults::Stage::SrsLoad);
         let start = Instant::now();
-        let done = |srs: Srs| self.loaded(circuit, srs, start, memory);
-        if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            let srs = synthetic::build_srs(circuit, &source.shapes)?;
-            return Ok(done(srs));
-        }
-        if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            // Not pinned here: once the setup is built, the only resident copy of the
-            // matrices is the engine's PCE cache's (mapped from the file this may have saved).
-            let pc = source.matrices.get_unpinned(circuit)?;
-            tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
-            let sink = self.budget.as_ref().map(|b| BackendQueries(&*b.backend));
-            let sink = sink.as_ref().map(|s| s as &dyn QuerySink);
-            let srs = cuzk_pce::setup::generate_srs_into(&pc, source.seed, &circuit.to_string(), &*source.mul, sink)
-                .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;
-            return Ok(done(srs));
-        }
-        let files = param_files(&self.dir, circuit)
-            .map_err(|e| EngineError::SrsMissing { circuit: circuit.to_string(), message: format!("{e:#}") })?;
-        if !files.params.exists() {
-            return Err(EngineError::SrsMissing {
-                circuit: circuit.to_string(),
-                message: format!("{} does not exist", files.params.display()),
-            });
-        }
-        tracing::info!(%circuit, path = %files.params.display(), "loading parameters");
-        // Streamed straight onto the devices when the backend takes the key (the host then
-        // never holds it; the subgroup check runs there too), else decoded on the host.
-        let streamed = match &self.budget {
-            Some(b) => cuzk_groth16::srs_stream::load_into(&files.params, self.check, self.records.as_deref(), &BackendQueries(&*b.backend))?,
-            None => None,
-        };
-        let srs = match streamed {
-            Some(srs) => {
-                tracing::info!(%circuit, secs = start.elapsed().as_secs_f64(), "parameters streamed from the file onto the devices");
-                srs
-            }
-            None => Srs::load_with_records(&files.params, self.check, self.records.as_deref())?,
-        };
-        if files.vk.exists() {
-            let vk = load_verifying_key(&files.vk)?;
-            if vk != srs.vk {
-                return Err(EngineError::SrsMissing {
-                    circuit: circuit.to_string(),
-                    message: format!(
-                        "{} and {} hold different verifying keys; they are not from the same setup",
-                        files.params.display(),
-                        files.vk.display()
-                    ),
-                });
-            }
-        }
-        Ok(done(srs))
+        let sink = self.budget.as_ref().map(|b| b as &dyn QuerySink);
+        let srs = self.sources.load(circuit, sink)?;
+        Ok(self.loaded(circuit, srs, start, memory))
     }
 
     fn loaded(&self, circuit: CircuitId, mut srs: Srs, start: Instant, mut memory: Option<Reservation>) -> LoadedSrs {
-        let backend_bytes = self.budget.as_ref().map_or(0, |b| {
-            b.backend.adopt_srs(&mut srs);
-            b.backend.host_bytes(&srs)
-        });
+        let backend_bytes = self.budget.as_ref().map_or(0, |b| b.adopt(&mut srs));
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         let bytes = srs.resident_bytes() + backend_bytes;
         if backend_bytes > 0 {
@@ -467,7 +324,7 @@ impl SrsCache {
     }
 
     /// Drop a circuit's parameters if nobody holds them. The daemon's backend sees them last
-    /// ([`ProverBackend::forget_srs`]: it drops its device copies and host pinning there).
+    /// (`ProverBackend::forget_srs`: it drops its device copies and host pinning there).
     ///
     /// The parameters leave the slot map first, and the backend is told after its lock is
     /// released: the backend takes each device's lock there, behind any deadline work, and
@@ -493,7 +350,7 @@ impl SrsCache {
         };
         let bytes = loaded.bytes;
         if let Some(b) = &self.budget {
-            b.backend.forget_srs(&loaded.srs);
+            b.forget(&loaded.srs);
         }
         // The budget's share goes with the last reference, after the backend let go.
         drop(loaded);
@@ -530,6 +387,7 @@ mod tests {
 
     use super::*;
     use crate::memory::ProverForm;
+    use cuzk_filecoin::params::param_files;
     use blstrs::{G1Affine, G2Affine};
     use group::prime::PrimeCurveAffine;
 
