@@ -15,8 +15,7 @@ pub enum AwaitOutcome {
 #[error("unknown job {0:?} (never submitted, or finished longer ago than the retention window)")]
 pub struct UnknownJob(pub String);
 
-/// Wait for a job to end, up to `timeout` (None = forever). The job keeps running after
-/// a timeout.
+/// [`super::Scheduler::await_job`].
 pub(super) async fn await_job(sh: &Shared, job_id: &str, timeout: Option<Duration>) -> Result<AwaitOutcome, UnknownJob> {
     let job = sh.job(job_id).ok_or_else(|| UnknownJob(job_id.into()))?;
     let mut rx = job.subscribe();
@@ -31,8 +30,7 @@ pub(super) async fn await_job(sh: &Shared, job_id: &str, timeout: Option<Duratio
     }
 }
 
-/// Cancel a job: queued partitions are dropped at once, a running job stops at its next
-/// partition boundary and its memory is released. Returns whether it was running.
+/// [`super::Scheduler::cancel`].
 pub(super) fn cancel(sh: &Shared, job_id: &str) -> Result<bool, UnknownJob> {
     let job = sh.job(job_id).ok_or_else(|| UnknownJob(job_id.into()))?;
     let was_running = job.phase() == Phase::Running;
@@ -45,9 +43,7 @@ pub(super) fn cancel(sh: &Shared, job_id: &str) -> Result<bool, UnknownJob> {
     Ok(was_running)
 }
 
-/// Forget terminal jobs that ended more than the retention window ago and were not handed
-/// back for a resubmitted request id within it either (see `submit::existing`): such a client
-/// gets the same window to await the job as one that submitted it.
+/// [`super::Scheduler::prune`] (handed back: see `submit::existing`).
 pub(super) fn prune(sh: &Shared) -> usize {
     let retention = Duration::from_secs(sh.config.daemon.job_retention_secs);
     // Lock order as in `submit`: request ids, then jobs (then a job's progress).
@@ -56,7 +52,7 @@ pub(super) fn prune(sh: &Shared) -> usize {
     let old: Vec<String> = jobs
         .values()
         .filter(|j| {
-            let p = j.progress.lock();
+            let p = j.state.progress.lock();
             let past = |t: Option<Instant>| t.is_none_or(|t| t.elapsed() > retention);
             p.finished.is_some() && past(p.finished) && past(p.handed_out)
         })

@@ -105,8 +105,7 @@ pub(super) fn start(config: Config, backend: Option<Arc<dyn ProverBackend>>) -> 
     Ok((shared, threads))
 }
 
-/// Stop accepting work; give running jobs up to `grace` to finish, then cancel whatever
-/// is left (queued jobs at once) with a clear message, and stop the workers.
+/// [`super::Scheduler::shutdown`].
 pub(super) fn shutdown(sh: &Shared, threads: &Mutex<Vec<JoinHandle<()>>>, grace: Duration) {
     {
         let _ids = sh.by_request_id.lock();

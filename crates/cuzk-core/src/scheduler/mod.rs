@@ -102,16 +102,9 @@ impl Scheduler {
         jobs::cancel(&self.shared, job_id)
     }
 
-    /// Load a circuit's PCE matrices now (so that the circuit's first proof neither extracts
-    /// them nor waits for that: at 32 GiB it takes a minute or more), let the backend put
-    /// them on its devices, then load its parameters.
-    ///
-    /// The matrices go first so that a device's room for the parameters is judged with them
-    /// already there: on one H200, 32 GiB PoRep and WindowPoSt parameters both resident plus
-    /// both circuits' matrices left no room to prove either, and every proof failed. So the
-    /// circuits preloaded first — the deadline ones, in a sensible `srs.preload` — keep their
-    /// parameters resident, and a later one that would leave no room streams them.
-    /// Returns (already_loaded, load time). Blocking.
+    /// Load a circuit's PCE matrices now, let the backend put them on its devices, then load
+    /// its parameters (why in that order: `residency`). Returns (already_loaded, load time).
+    /// Blocking.
     pub fn preload(&self, circuit: &str) -> Result<(bool, Duration), EngineError> {
         residency::preload(&self.shared, circuit)
     }

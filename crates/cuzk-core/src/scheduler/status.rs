@@ -86,7 +86,7 @@ pub(super) fn status(sh: &Shared) -> StatusSnapshot {
     }
 }
 
-/// Prometheus text, with gauges refreshed from the current state.
+/// [`super::Scheduler::metrics_text`].
 pub(super) fn metrics_text(sh: &Shared) -> String {
     let st = status(sh);
     let m = &sh.metrics;

@@ -17,7 +17,7 @@ use std::time::Instant;
 use cuzk_filecoin::{prepare, InputError, ProofRequest};
 
 use super::inputs::InputDigest;
-use super::job::{Job, NewJob, Priority};
+use super::job::{Job, JobState, Priority};
 use super::queue::WorkKey;
 use super::shared::Shared;
 use super::work::PendingWork;
@@ -74,7 +74,7 @@ pub(super) fn submit(sh: &Shared, request_id: &str, priority: Option<Priority>, 
     let priority = priority.unwrap_or_else(|| Priority::default_for(kind));
     let seq = sh.next_seq.fetch_add(1, Ordering::SeqCst);
     let job_id = format!("{}-{}-{:08x}", kind.name(), seq, rand::random::<u32>());
-    let job = Arc::new(Job::new(NewJob {
+    let job = Arc::new(Job {
         id: job_id.clone(),
         request_id: request_id.to_string(),
         inputs: digest,
@@ -84,7 +84,8 @@ pub(super) fn submit(sh: &Shared, request_id: &str, priority: Option<Priority>, 
         seq,
         partitions: prepared.partitions.len(),
         submitted: arrived,
-    }));
+        state: JobState::queued(),
+    });
     // Register under the request id atomically with the check, so two concurrent
     // submits of one id cannot both create jobs.
     {
@@ -132,7 +133,7 @@ fn existing(sh: &Shared, ids: &HashMap<String, Vec<String>>, request_id: &str, d
         return None;
     }
     let job = ids.get(request_id)?.iter().rev().filter_map(|id| sh.job(id)).find(|job| job.may_answer(digest))?;
-    job.progress.lock().handed_out = Some(Instant::now());
+    job.state.progress.lock().handed_out = Some(Instant::now());
     Some(SubmitOutcome { job_id: job.id.clone(), queue_position: 0, existing: true })
 }
 

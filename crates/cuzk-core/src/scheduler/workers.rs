@@ -103,7 +103,7 @@ fn synthesize_one(sh: &Arc<Shared>, PendingWork { job, partition }: PendingWork,
         Err(e) => return sh.fail(&job, &e),
     };
     if loaded_now {
-        job.progress.lock().srs_load += srs_start.elapsed();
+        job.state.progress.lock().srs_load += srs_start.elapsed();
     }
     stage.wait("synthesis admission");
     let estimate = sh.memory.estimate(job.circuit);
