@@ -581,7 +581,7 @@ impl ProverBackend for CudaProver {
         let _ = self.host_memory.set(memory);
     }
 
-    /// The first device's (the one `gpus.devices` lists first, or the lowest usable ordinal).
+    /// The first of its devices (the first `gpus.devices` lists, or the first usable one).
     fn fixed_base(&self) -> Option<Arc<dyn cuzk_groth16::setup::FixedBaseMul>> {
         let first = self.gpus.first()?;
         Some(Arc::new(super::setup::CudaFixedBase::new(first.info.index)))
