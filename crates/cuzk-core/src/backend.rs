@@ -66,14 +66,11 @@ pub fn build_summary() -> String {
     }
 }
 
-/// Who does the fixed-base multiplications of the generated setup (`srs.generated`): the first
-/// of the backend's CUDA devices when the backend is CUDA (seconds instead of minutes at
-/// 32 GiB), else the CPU.
-pub fn setup_engine(config: &Config, backend: &dyn ProverBackend) -> Arc<dyn FixedBaseMul> {
-    if backend.name().starts_with("cuda") {
-        return fixed_base_engine(&config.gpus.devices);
-    }
-    Arc::new(CpuFixedBase::new())
+/// Who does the fixed-base multiplications of the generated setup (`srs.generated`): the
+/// backend's own engine when it has one (CUDA: its first device; seconds instead of minutes
+/// at 32 GiB), else the CPU.
+pub fn setup_engine(backend: &dyn ProverBackend) -> Arc<dyn FixedBaseMul> {
+    backend.fixed_base().unwrap_or_else(|| Arc::new(CpuFixedBase::new()))
 }
 
 /// The first of `devices` (CUDA ordinals; empty = any) when this build has CUDA and finds one,
@@ -91,20 +88,12 @@ pub fn fixed_base_engine(devices: &[u32]) -> Arc<dyn FixedBaseMul> {
 
 #[cfg(feature = "cuda")]
 fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, CudaUnavailable> {
-    use crate::config::{B2Placement, SrsResidency};
     let g = &config.gpus;
     let options = cuzk_cuda::CudaOptions {
         devices: g.devices.clone(),
         workers_per_device: g.workers_per_device,
-        residency: match g.srs_residency {
-            SrsResidency::Auto => cuzk_cuda::Residency::Auto,
-            SrsResidency::Always => cuzk_cuda::Residency::Always,
-            SrsResidency::Never => cuzk_cuda::Residency::Never,
-        },
-        b_g2: match g.b_g2 {
-            B2Placement::Gpu => cuzk_cuda::B2Placement::Gpu,
-            B2Placement::Cpu => cuzk_cuda::B2Placement::Cpu,
-        },
+        residency: g.srs_residency,
+        b_g2: g.b_g2,
         device_matvec: g.device_matvec,
         keep_host_params: g.keep_host_params,
         stage_queries: None,

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use cuzk_groth16::SubgroupCheck;
 use serde::{Deserialize, Serialize};
 
+/// `gpus.srs_residency` and `gpus.b_g2` are the CUDA backend's own types, defined there once.
+pub use cuzk_cuda::{B2Placement, Residency};
+
 pub const DEFAULT_PARAM_DIR: &str = "/var/tmp/filecoin-proof-parameters";
 /// The state directory used when `daemon.state_dir` is empty and it exists and is writable
 /// (the package's unit creates it with `StateDirectory=cuzk`).
@@ -230,7 +233,7 @@ pub struct GpuConfig {
     pub devices: Vec<u32>,
     pub workers_per_device: usize,
     /// Keep each circuit's parameters on every device ("auto": when the device has room).
-    pub srs_residency: SrsResidency,
+    pub srs_residency: Residency,
     /// Where the G2 MSM (B in G2) runs.
     pub b_g2: B2Placement,
     /// With PCE, compute a = A·w, b = B·w, c = C·w on the device (matrices resident there),
@@ -248,30 +251,12 @@ impl Default for GpuConfig {
             backend: "auto".into(),
             devices: vec![],
             workers_per_device: 2,
-            srs_residency: SrsResidency::Auto,
+            srs_residency: Residency::Auto,
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum SrsResidency {
-    /// Resident when the device has room for the points and a proof's working buffers;
-    /// otherwise streamed per proof from page-locked host memory.
-    Auto,
-    Always,
-    Never,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum B2Placement {
-    Gpu,
-    /// On the CPU, while the device works on the rest of the same partition.
-    Cpu,
 }
 
 #[derive(Debug, thiserror::Error)]

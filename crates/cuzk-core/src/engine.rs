@@ -55,8 +55,9 @@ impl Engine {
     pub fn new(config: Config) -> Result<Engine, EngineError> {
         config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
         let backend = crate::backend::select(&config)?;
-        let srs = SrsCache::from_config(&config, || crate::backend::setup_engine(&config, &*backend));
-        let pce = PceCache::from_config(&config);
+        // No budget: one proof at a time, and the parameters stay on the host as loaded.
+        let srs = Arc::new(SrsCache::from_config(&config, &*backend));
+        let pce = PceCache::from_config(&config).map(Arc::new);
         Ok(Engine { config, srs, pce, backend })
     }
 

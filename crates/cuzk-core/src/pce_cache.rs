@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::error::EngineError;
-use crate::scheduler::{MemoryBudget, Reservation};
+use crate::memory::{MemoryBudget, Reservation};
 
 type Slot = Arc<Mutex<Option<Arc<PreCompiled>>>>;
 
@@ -28,9 +28,9 @@ pub struct PceCache {
     dir: PathBuf,
     param_dir: PathBuf,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
-    /// The daemon's memory budget, and what the resident matrices hold of it (they stay for
-    /// the process's life).
-    budget: std::sync::OnceLock<Arc<MemoryBudget>>,
+    /// The daemon's memory budget ([`PceCache::with_budget`]; none in the in-process engine),
+    /// and what the resident matrices hold of it (they stay for the process's life).
+    budget: Option<Arc<MemoryBudget>>,
     held: Mutex<Vec<Reservation>>,
 }
 
@@ -48,13 +48,14 @@ impl PceCache {
     /// loses nothing).
     pub fn new(dir: PathBuf, param_dir: PathBuf) -> Self {
         cache::sweep_temp_files(&dir);
-        PceCache { dir, param_dir, slots: Mutex::default(), budget: std::sync::OnceLock::new(), held: Mutex::default() }
+        PceCache { dir, param_dir, slots: Mutex::default(), budget: None, held: Mutex::default() }
     }
 
-    /// Count the matrices this cache keeps resident against `budget` from now on (only the
-    /// first call takes effect).
-    pub fn attach_budget(&self, budget: Arc<MemoryBudget>) {
-        let _ = self.budget.set(budget);
+    /// The daemon's cache: the matrices it keeps resident count against `budget`, and a
+    /// preload's extraction reserves its peak there first.
+    pub fn with_budget(mut self, budget: Arc<MemoryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Bytes `circuit`'s matrices will take when resident, as far as known without loading
@@ -64,8 +65,8 @@ impl PceCache {
     }
 
     /// The cache `config` asks for, or None when PCE is switched off.
-    pub fn from_config(config: &Config) -> Option<Arc<Self>> {
-        config.pce.enabled.then(|| Arc::new(Self::new(config.pce_cache_dir(), config.srs.param_dir.clone())))
+    pub fn from_config(config: &Config) -> Option<Self> {
+        config.pce.enabled.then(|| Self::new(config.pce_cache_dir(), config.srs.param_dir.clone()))
     }
 
     pub fn path(&self, circuit: CircuitId) -> PathBuf {
@@ -99,7 +100,7 @@ impl PceCache {
             return Ok((pc.clone(), PceSource::Memory));
         }
         let (pc, source) = self.load_or_extract(circuit, reserve)?;
-        if let Some(budget) = self.budget.get() {
+        if let Some(budget) = &self.budget {
             // Already in memory (or mapped): counted as they are, so the loads and partitions
             // admitted after them see the room they take.
             self.held.lock().push(budget.hold_resident(pc.stats().bytes_resident as u64));
@@ -127,6 +128,15 @@ impl PceCache {
         Ok(self.get_unpinned(circuit)?.srs_shape())
     }
 
+    /// [`PceCache::srs_shape`], and the host bytes the parameters' points take.
+    pub fn srs_shape_and_bytes(&self, circuit: CircuitId) -> Result<(SrsShape, u64), EngineError> {
+        let shape = self.srs_shape(circuit)?;
+        let points = shape
+            .resident_bytes()
+            .ok_or_else(|| EngineError::Internal(format!("{circuit}: no evaluation domain fits the circuit")))?;
+        Ok((shape, points))
+    }
+
     /// From the disk cache, or extracted from the blank circuit and saved; `reserve`: the
     /// extraction's peak is reserved in the attached budget for its length first.
     fn load_or_extract(&self, circuit: CircuitId, reserve: bool) -> Result<(PreCompiled, PceSource), EngineError> {
@@ -140,7 +150,7 @@ impl PceCache {
                 if !e.is_missing() {
                     tracing::warn!(%circuit, path = %path.display(), error = %e, "PCE cache file unusable; re-extracting");
                 }
-                let _room = match self.budget.get().filter(|_| reserve) {
+                let _room = match self.budget.as_ref().filter(|_| reserve) {
                     Some(budget) => {
                         let need = extraction_peak_bytes(circuit);
                         Some(budget.try_reserve_resident(need).ok_or_else(|| {
@@ -202,16 +212,15 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::scheduler::ProverForm;
+    use crate::memory::ProverForm;
 
     /// Issue #36, item 7: a preload whose extraction cannot fit the budget is refused before
     /// anything is extracted (it used to extract porep-32g, ~14 GB of RSS, outside the budget).
     #[test]
     fn a_preload_whose_extraction_does_not_fit_the_budget_is_refused_before_extracting() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = PceCache::new(dir.path().join("pce"), dir.path().to_path_buf());
         let budget = MemoryBudget::new(4 << 30, ProverForm::DeviceCompact, true, 1);
-        cache.attach_budget(budget.clone());
+        let cache = PceCache::new(dir.path().join("pce"), dir.path().to_path_buf()).with_budget(budget.clone());
         let porep = CircuitId::parse("porep-32g").unwrap();
         let started = Instant::now();
         let e = cache.get_for_preload(porep).expect_err("14 GiB of extraction in a 4 GiB budget");

@@ -28,6 +28,8 @@
 //!   refusal of an older one (pure logic, built without CUDA too);
 //! * [`arch`] — the compiled SASS/PTX targets and which compute capabilities they run on
 //!   (pure logic, built without CUDA too);
+//! * [`options`] — where parameters and B in G2 go ([`Residency`], [`B2Placement`]), the
+//!   configuration's types too (built without CUDA too);
 //! * [`placement`] — which queries of an SRS stay resident on a device and which are staged
 //!   from host memory per proof, when the device cannot hold them all and still prove (pure
 //!   logic, built without CUDA too);
@@ -42,8 +44,11 @@ pub mod device_lock;
 pub mod driver;
 pub mod faults;
 pub mod health;
+pub mod options;
 pub mod placement;
 pub mod subgroup;
+
+pub use options::{B2Placement, Residency};
 
 #[cfg(feature = "cuda")]
 mod imp {
@@ -65,4 +70,4 @@ mod imp {
 #[cfg(feature = "cuda")]
 pub use imp::*;
 #[cfg(feature = "cuda")]
-pub use imp::{error::CudaError, prover::{B2Placement, CudaOptions, CudaProver, Residency}};
+pub use imp::{error::CudaError, prover::{CudaOptions, CudaProver}};

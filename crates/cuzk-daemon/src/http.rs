@@ -125,6 +125,7 @@ mod tests {
             memory_used: 0,
             memory_limit: 0,
             memory_resident: 0,
+            memory_working: 0,
             memory_peak: 0,
             partitions_in_flight: 1,
             synthesis_workers: 1,

@@ -253,7 +253,9 @@ impl ProvingEngine for Service {
             total_proofs_completed: st.completed,
             total_proofs_failed: st.failed,
             uptime_seconds: st.uptime.as_secs(),
-            pinned_memory_bytes: st.memory_used,
+            // The proto's "working-set memory reserved by partitions in flight": loaded
+            // parameters and matrices are not in it (they were until issue #37).
+            pinned_memory_bytes: st.memory_working,
             pinned_memory_limit_bytes: st.memory_limit,
         }))
     }

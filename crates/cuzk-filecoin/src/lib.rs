@@ -10,6 +10,8 @@ pub mod error;
 pub mod registry;
 pub mod params;
 pub mod request;
+/// Test inputs and reference provers (feature `fixtures`; always in this crate's own tests).
+#[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 
 pub use error::InputError;

@@ -31,7 +31,7 @@ pub use assignment::ProvingAssignment;
 pub use blstrs::Scalar as Fr;
 pub use compact::CompactFrVec;
 pub use proof::{Proof, PROOF_BYTES};
-pub use prover::{CpuProver, DeviceReport, HostMemory, ProveError, ProveTimings, ProverBackend, Randomness, Urgency, WorkLabel};
+pub use prover::{CpuProver, DeviceReport, HostBytes, HostMemory, ProveError, ProveTimings, ProverBackend, Randomness, Urgency, WorkLabel};
 pub use srs::{QueryLens, Srs, SrsError, SubgroupCheck, VerifyingKey};
 pub use srs_synthetic::SrsShape;
 pub use verify::PreparedVerifyingKey;

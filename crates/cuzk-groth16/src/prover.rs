@@ -7,6 +7,7 @@
 //!   C  = Σ hᵢ·Hᵢ + Σ aux·Lᵢ + s·A + r·B_G1 − r·s·δ
 //! where h are the coefficients of (a(x)·b(x) − c(x)) / (xⁿ − 1).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
@@ -92,9 +93,35 @@ pub struct ProveTimings {
     pub total: Duration,
 }
 
-/// The engine's memory budget as a backend sees it: `bytes` more, now or not at all (None);
-/// the guard holds them until dropped.
-pub type HostMemory = Box<dyn Fn(u64) -> Option<Box<dyn std::any::Any + Send>> + Send + Sync>;
+/// The engine's host-memory budget as a backend sees it, for bytes beyond a partition's share
+/// (a GPU backend's retry on the CPU builds a, b, c on the host): now or not at all. The engine
+/// implements it with its budget; [`HostBytes`] holds what a backend took.
+pub trait HostMemory: Send + Sync {
+    /// Take `bytes` if they fit now; false if they do not. Never waits: a prover that waited
+    /// for memory could be waiting on itself.
+    fn try_take(&self, bytes: u64) -> bool;
+    /// Give back `bytes` taken earlier.
+    fn give_back(&self, bytes: u64);
+}
+
+/// Bytes taken from a [`HostMemory`], given back when dropped.
+pub struct HostBytes {
+    memory: Arc<dyn HostMemory>,
+    bytes: u64,
+}
+
+impl HostBytes {
+    /// `bytes` of `memory`, if they fit now.
+    pub fn take(memory: &Arc<dyn HostMemory>, bytes: u64) -> Option<HostBytes> {
+        memory.try_take(bytes).then(|| HostBytes { memory: memory.clone(), bytes })
+    }
+}
+
+impl Drop for HostBytes {
+    fn drop(&mut self) {
+        self.memory.give_back(self.bytes);
+    }
+}
 
 /// A prover backend turns one synthesized partition into one proof.
 pub trait ProverBackend: Send + Sync {
@@ -116,8 +143,9 @@ pub trait ProverBackend: Send + Sync {
     fn forget_srs(&self, _srs: &Srs) {}
 
     /// The engine's budget, for host memory beyond a partition's share (a GPU backend's
-    /// retry on the CPU). Called once, when the engine starts.
-    fn attach_host_memory(&self, _reserve: HostMemory) {}
+    /// retry on the CPU). Called once, when the engine starts: the budget is sized from the
+    /// backend (its parallelism, where a, b, c are made), so it cannot come with the backend.
+    fn attach_host_memory(&self, _memory: Arc<dyn HostMemory>) {}
 
     /// False once the backend can never prove again in this process (every GPU lost to a
     /// sticky error, or hung): the daemon then exits non-zero so that its supervisor restarts it.
@@ -144,6 +172,13 @@ pub trait ProverBackend: Send + Sync {
     /// every point). The engine's budget counts them with the parameters.
     fn host_bytes(&self, _srs: &Srs) -> u64 {
         0
+    }
+
+    /// The backend's own engine for a generated setup's fixed-base multiplications
+    /// (`srs.generated`), when it has one: a device does a 32 GiB circuit's in seconds, where
+    /// the CPU takes minutes. None (the default): the CPU does them.
+    fn fixed_base(&self) -> Option<Arc<dyn crate::setup::FixedBaseMul>> {
+        None
     }
 
     /// Offered before a generated setup computes any point (see [`crate::srs_sink`]): a

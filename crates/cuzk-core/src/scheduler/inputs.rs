@@ -1,5 +1,5 @@
-//! The identity of a request's inputs, and the rule that decides whether a resubmitted
-//! `request_id` may be answered with an existing job.
+//! The identity of a request's inputs, by which a resubmitted `request_id` may be answered
+//! with an existing job (the rule is `Job::may_answer`).
 //!
 //! A request id alone says nothing about what is to be proved: Curio sends every WindowPoSt
 //! partition of a deadline under one id, and retries a failed PoRep or SnapDeals proof under
@@ -10,8 +10,6 @@
 
 use cuzk_filecoin::{decode_pool, ProofRequest};
 use sha2::{Digest, Sha256};
-
-use super::job::{Job, Phase};
 
 /// SHA-256 over an unambiguous encoding of every field of a [`ProofRequest`]. A
 /// cryptographic hash because a collision would hand one client another's proof; hashing is
@@ -70,14 +68,6 @@ impl InputDigest {
 fn update_framed(h: &mut Sha256, bytes: &[u8]) {
     h.update((bytes.len() as u64).to_le_bytes());
     h.update(bytes);
-}
-
-/// Whether a request with inputs `digest` may be answered with `job` (the one its request id
-/// points at): same inputs, and queued, running or completed. A failed or cancelled job is
-/// never handed back, so a retry under the same id is proved again instead of receiving the
-/// old failure until the client gives up.
-pub(crate) fn reusable(job: &Job, digest: &InputDigest) -> bool {
-    job.inputs == *digest && matches!(job.phase(), Phase::Queued | Phase::Running | Phase::Completed)
 }
 
 #[cfg(test)]

@@ -108,66 +108,61 @@ pub struct Job {
     /// When its submit reached the scheduler: before the decoding of its inputs, so a job's
     /// queue wait and total include that (all the client waits for, but the gRPC transfer).
     pub submitted: Instant,
+    /// Where it is, and who awaits it.
+    pub(crate) state: JobState,
+}
+
+/// What changes over a job's life: its progress, and the channel that wakes whoever awaits
+/// it when its phase changes.
+pub(crate) struct JobState {
     pub(crate) progress: Mutex<Progress>,
     phase_tx: watch::Sender<Phase>,
 }
 
-impl Job {
-    // Nine fields a submit decides; one struct for them belongs to issue #37's restructuring.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        id: String,
-        request_id: String,
-        inputs: InputDigest,
-        kind: ProofKind,
-        circuit: CircuitId,
-        priority: Priority,
-        seq: u64,
-        partitions: usize,
-        submitted: Instant,
-    ) -> Job {
+impl JobState {
+    /// A job just submitted: queued, nothing done yet.
+    pub(crate) fn queued() -> JobState {
         let (phase_tx, _) = watch::channel(Phase::Queued);
-        Job {
-            id,
-            request_id,
-            inputs,
-            kind,
-            circuit,
-            priority,
-            seq,
-            partitions,
-            submitted,
-            progress: Mutex::new(Progress {
-                phase: Phase::Queued,
-                started: None,
-                finished: None,
-                handed_out: None,
-                proved: Vec::new(),
-                srs_load: Duration::ZERO,
-                synthesis: Duration::ZERO,
-                prove: Duration::ZERO,
-                result: None,
-            }),
-            phase_tx,
-        }
+        let progress = Progress {
+            phase: Phase::Queued,
+            started: None,
+            finished: None,
+            handed_out: None,
+            proved: Vec::new(),
+            srs_load: Duration::ZERO,
+            synthesis: Duration::ZERO,
+            prove: Duration::ZERO,
+            result: None,
+        };
+        JobState { progress: Mutex::new(progress), phase_tx }
+    }
+}
+
+impl Job {
+    pub fn phase(&self) -> Phase {
+        self.state.progress.lock().phase
     }
 
-    pub fn phase(&self) -> Phase {
-        self.progress.lock().phase
+    /// Whether a request with inputs `digest` may be answered with this job (the one its
+    /// request id points at; see `inputs`): same inputs, and queued, running or completed. A
+    /// failed or cancelled job is never handed back, so a retry under the same id is proved
+    /// again instead of receiving the old failure until the client gives up.
+    pub(crate) fn may_answer(&self, digest: &InputDigest) -> bool {
+        self.inputs == *digest && matches!(self.phase(), Phase::Queued | Phase::Running | Phase::Completed)
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Phase> {
-        self.phase_tx.subscribe()
+        self.state.phase_tx.subscribe()
     }
 
     pub fn result(&self) -> Option<JobResult> {
-        self.progress.lock().result.clone()
+        self.state.progress.lock().result.clone()
     }
 
     /// Record one proved partition; returns all of them once the last one is in (and None
     /// while some are missing or the job already ended).
     pub(crate) fn record(&self, proved: ProvedPartition) -> Option<Vec<ProvedPartition>> {
-        let mut p = self.progress.lock();
+        let mut p = self.state.progress.lock();
         if p.phase.is_terminal() {
             return None;
         }
@@ -178,12 +173,12 @@ impl Job {
     }
 
     pub(crate) fn is_cancelled_or_done(&self) -> bool {
-        self.progress.lock().phase.is_terminal()
+        self.state.progress.lock().phase.is_terminal()
     }
 
     /// Mark the job running when its first partition starts; returns false if it already ended.
     pub(crate) fn mark_started(&self) -> bool {
-        let mut p = self.progress.lock();
+        let mut p = self.state.progress.lock();
         if p.phase.is_terminal() {
             return false;
         }
@@ -191,7 +186,7 @@ impl Job {
             p.phase = Phase::Running;
             p.started = Some(Instant::now());
             drop(p);
-            self.phase_tx.send_replace(Phase::Running);
+            self.state.phase_tx.send_replace(Phase::Running);
         }
         true
     }
@@ -201,7 +196,7 @@ impl Job {
     /// woken, so counters are already up to date when a client sees the result.
     pub(crate) fn finish(&self, phase: Phase, proof: Vec<u8>, error: Option<String>, account: impl FnOnce(&JobTimings)) -> bool {
         debug_assert!(phase.is_terminal());
-        let mut p = self.progress.lock();
+        let mut p = self.state.progress.lock();
         if p.phase.is_terminal() {
             return false;
         }
@@ -219,7 +214,7 @@ impl Job {
         account(&timings);
         p.result = Some(JobResult { phase, proof, error, timings });
         drop(p);
-        self.phase_tx.send_replace(phase);
+        self.state.phase_tx.send_replace(phase);
         true
     }
 }

@@ -10,20 +10,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_filecoin::{catch_panic, Partition};
+use cuzk_filecoin::catch_panic;
 use cuzk_groth16::WorkLabel;
 
-use super::job::{Job, Phase, Priority};
+use super::activity::StageMark;
+use super::job::{Job, JobTimings, Phase, Priority};
 use super::lane_pool::LanePool;
-use super::memory::Reservation;
 use super::queue::WorkKey;
+use super::shared::Shared;
 use super::timeline::TimelineEntry;
-use super::watchdog::StageMark;
-use super::Shared;
+use super::work::{InFlight, PendingWork, ReadyWork};
 use crate::error::EngineError;
 use crate::faults::{self, JobContext, Stage};
-use crate::pipeline::{self, Assembled, SynthesizedPartition};
-use crate::srs_cache::LoadedSrs;
+use crate::pipeline::{self, Assembled};
 use crate::synthetic::{unverified_message, Verification};
 
 /// Which work a worker takes, the best first. With the deadline lane off there are only
@@ -53,46 +52,6 @@ impl Lane {
     }
 }
 
-/// A partition waiting for synthesis.
-pub struct Work {
-    pub job: Arc<Job>,
-    pub partition: Partition,
-}
-
-/// A synthesized partition waiting for a prover, holding its memory reservation and its
-/// circuit's parameters.
-pub struct ReadyWork {
-    pub job: Arc<Job>,
-    pub synthesized: SynthesizedPartition,
-    srs: Arc<LoadedSrs>,
-    _memory: Reservation,
-    _in_flight: InFlight,
-}
-
-/// Counts a partition in the in-flight gauge from synthesis start to proof end.
-struct InFlight(Arc<Shared>);
-
-impl InFlight {
-    fn new(sh: &Arc<Shared>) -> Self {
-        sh.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(sh.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-pub(super) fn fail(sh: &Shared, job: &Arc<Job>, err: &EngineError) {
-    if job.finish(Phase::Failed, Vec::new(), Some(err.to_string()), |_| sh.count_end(job, Phase::Failed)) {
-        tracing::warn!(job = %job.id, error = %err, "job failed");
-        sh.pending.remove_where(|w| Arc::ptr_eq(&w.job, job));
-        sh.ready.remove_where(|w| Arc::ptr_eq(&w.job, job));
-    }
-}
-
 /// What a panic in a worker stage becomes: that job's error. The worker itself lives on.
 fn panicked(stage: &str, message: &str) -> EngineError {
     EngineError::Internal(format!("panic in {stage}: {message}"))
@@ -115,14 +74,14 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
 fn supervised(sh: &Arc<Shared>, pool: &LanePool, job: Arc<Job>, admission: &'static str, stages: impl FnOnce(&StageMark) + Send) {
     pool.run(|| {
         let _context = JobContext::enter(&job.request_id);
-        let stage = StageMark::new(sh, &job, admission);
+        let stage = StageMark::new(&sh.activity, &job, admission);
         if let Err(message) = catch_panic(|| stages(&stage)) {
-            fail(sh, &job, &panicked(stage.get(), &message));
+            sh.fail(&job, &panicked(stage.get(), &message));
         }
     });
 }
 
-fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &StageMark) {
+fn synthesize_one(sh: &Arc<Shared>, PendingWork { job, partition }: PendingWork, stage: &StageMark) {
     if job.is_cancelled_or_done() {
         return;
     }
@@ -141,10 +100,10 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
     };
     let (srs, loaded_now) = match sh.srs.get_or_wait(job.circuit, || job.is_cancelled_or_done(), waiting) {
         Ok(s) => s,
-        Err(e) => return fail(sh, &job, &e),
+        Err(e) => return sh.fail(&job, &e),
     };
     if loaded_now {
-        job.progress.lock().srs_load += srs_start.elapsed();
+        job.state.progress.lock().srs_load += srs_start.elapsed();
     }
     stage.wait("synthesis admission");
     let estimate = sh.memory.estimate(job.circuit);
@@ -156,14 +115,14 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
         return;
     }
     sh.metrics.queue_wait_seconds.with_label_values(&[job.kind.name()]).observe(job.submitted.elapsed().as_secs_f64());
-    let in_flight = InFlight::new(sh);
+    let in_flight = InFlight::enter(&sh.in_flight);
     let index = partition.index;
     let pce = match &sh.pce {
         Some(cache) => {
             stage.set(Stage::PceLoad.name());
             match cache.get(job.circuit) {
                 Ok((pc, _)) => Some(pc),
-                Err(e) => return fail(sh, &job, &e),
+                Err(e) => return sh.fail(&job, &e),
             }
         }
         None => None,
@@ -189,7 +148,7 @@ fn synthesize_one(sh: &Arc<Shared>, Work { job, partition }: Work, stage: &Stage
             let key = WorkKey::new(job.priority, job.seq, index);
             sh.ready.push(key, ReadyWork { job, synthesized: s, srs, _memory: memory, _in_flight: in_flight });
         }
-        Err(e) => fail(sh, &job, &e),
+        Err(e) => sh.fail(&job, &e),
     }
 }
 
@@ -217,7 +176,7 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
     faults::hit(Stage::Prove);
     let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
         Ok(p) => p,
-        Err(e) => return fail(sh, &job, &e),
+        Err(e) => return sh.fail(&job, &e),
     };
     drop((proving, _memory, _in_flight));
     stage.set("recording the partition");
@@ -243,7 +202,7 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
     match pipeline::verify_and_assemble(&srs, all, job.partitions) {
         Ok(a) if a.verification == Verification::SkippedSynthetic => finish_unverified(sh, &job, a.proof),
         Ok(Assembled { proof, .. }) => {
-            let account = |t: &super::job::JobTimings| {
+            let account = |t: &JobTimings| {
                 sh.count_end(&job, Phase::Completed);
                 sh.metrics.proof_seconds.with_label_values(&[job.kind.name()]).observe(t.total.as_secs_f64());
             };
@@ -251,14 +210,14 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
                 tracing::info!(job = %job.id, "job completed and verified");
             }
         }
-        Err(e) => fail(sh, &job, &e),
+        Err(e) => sh.fail(&job, &e),
     }
 }
 
 /// A proof made with synthetic parameters: the job ends FAILED (a client must never take it for
 /// a proof) with the UNVERIFIED message and the bytes attached, counted apart from real failures.
 fn finish_unverified(sh: &Shared, job: &Arc<Job>, proof: Vec<u8>) {
-    let account = |_: &super::job::JobTimings| {
+    let account = |_: &JobTimings| {
         sh.count_end(job, Phase::Failed);
         sh.metrics.unverified_synthetic.with_label_values(&[job.kind.name()]).inc();
     };

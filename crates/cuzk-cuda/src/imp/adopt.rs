@@ -30,7 +30,8 @@ use cuzk_groth16::{QueryLens, Srs};
 
 use super::device;
 use super::error::CudaError;
-use super::prover::{CudaProver, Gpu, Residency};
+use super::prover::{CudaProver, Gpu};
+use crate::options::Residency;
 use super::resident::{has_small_query, SrsKey, SrsOnDevice};
 use crate::placement::{self, Room, Staged};
 use crate::subgroup::SubgroupConstants;

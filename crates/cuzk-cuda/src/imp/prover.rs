@@ -27,7 +27,7 @@ use blstrs::{G2Projective, Scalar as Fr};
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
 use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
 use cuzk_groth16::srs_sink::QueryTaker;
-use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostBytes, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
@@ -39,25 +39,9 @@ use super::error::CudaError;
 use super::pce::DevicePce;
 use super::phases::{self, HostInputs};
 use super::resident::{PinnedSrs, SrsKey, SrsOnDevice};
+use crate::options::{B2Placement, Residency};
 use crate::placement::{Query, Staged};
 use super::witness::WitnessRef;
-
-/// Whether the SRS points live on each device or stream from host memory per proof.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Residency {
-    /// Resident when the device has room for them plus a proof's working buffers.
-    Auto,
-    Always,
-    Never,
-}
-
-/// Where B in G2 (the one G2 MSM) is computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum B2Placement {
-    Gpu,
-    /// On the CPU, concurrently with the device work of the same partition.
-    Cpu,
-}
 
 #[derive(Clone, Debug)]
 pub struct CudaOptions {
@@ -125,7 +109,7 @@ pub struct CudaProver {
     cpu: CpuProver,
     next: AtomicUsize,
     /// The engine's budget, asked before a retry on the CPU builds a, b, c on the host.
-    host_memory: std::sync::OnceLock<HostMemory>,
+    host_memory: std::sync::OnceLock<Arc<dyn HostMemory>>,
 }
 
 /// What the device-exclusive region produced; [`CudaProver::finish`] turns it into a proof.
@@ -492,7 +476,7 @@ impl CudaProver {
         let need = 96 * shape.domain.n as u64 + 64 * q.l as u64;
         let _room = match self.host_memory.get() {
             None => None,
-            Some(reserve) => match reserve(need) {
+            Some(memory) => match HostBytes::take(memory, need) {
                 Some(guard) => Some(guard),
                 None => {
                     let device = last_err.map(|e| e.to_string()).unwrap_or_default();
@@ -597,8 +581,14 @@ impl ProverBackend for CudaProver {
         found
     }
 
-    fn attach_host_memory(&self, reserve: HostMemory) {
-        let _ = self.host_memory.set(reserve);
+    fn attach_host_memory(&self, memory: Arc<dyn HostMemory>) {
+        let _ = self.host_memory.set(memory);
+    }
+
+    /// The first of its devices (the first `gpus.devices` lists, or the first usable one).
+    fn fixed_base(&self) -> Option<Arc<dyn cuzk_groth16::setup::FixedBaseMul>> {
+        let first = self.gpus.first()?;
+        Some(Arc::new(super::setup::CudaFixedBase::new(first.info.index)))
     }
 
     fn adopt_srs(&self, srs: &mut Srs) {

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
+use cuzk_groth16::HostMemory;
 use parking_lot::{Condvar, Mutex};
 
 /// How the prover stage turns a waiting partition into a proof, which decides what it adds
@@ -131,11 +132,11 @@ pub struct MemoryBudget {
 }
 
 impl State {
-    fn slot(&mut self, stage: Stage) -> &mut u64 {
-        match stage {
-            Stage::Resident => &mut self.resident,
-            Stage::Waiting => &mut self.waiting,
-            Stage::Proving => &mut self.proving,
+    fn slot(&mut self, part: Part) -> &mut u64 {
+        match part {
+            Part::Resident => &mut self.resident,
+            Part::Waiting => &mut self.waiting,
+            Part::Proving => &mut self.proving,
         }
     }
 
@@ -143,25 +144,26 @@ impl State {
         self.resident + self.waiting + self.proving
     }
 
-    fn add(&mut self, stage: Stage, bytes: u64) {
-        *self.slot(stage) += bytes;
+    fn add(&mut self, part: Part, bytes: u64) {
+        *self.slot(part) += bytes;
         self.peak = self.peak.max(self.total());
     }
 }
 
+/// The three parts the budget counts (see the module comment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
+enum Part {
     Resident,
     Waiting,
     Proving,
 }
 
-/// Memory held by one partition at one stage, or by one circuit's loaded parameters or
+/// Memory held by one partition in one part, or by one circuit's loaded parameters or
 /// matrices; released on drop.
 pub struct Reservation {
     budget: Arc<MemoryBudget>,
     bytes: u64,
-    stage: Stage,
+    part: Part,
 }
 
 impl Reservation {
@@ -169,8 +171,8 @@ impl Reservation {
     /// work is already done and the memory already in use.
     pub fn resize(&mut self, bytes: u64) {
         let mut s = self.budget.state.lock();
-        *s.slot(self.stage) -= self.bytes;
-        s.add(self.stage, bytes);
+        *s.slot(self.part) -= self.bytes;
+        s.add(self.part, bytes);
         drop(s);
         if bytes < self.bytes {
             self.budget.freed.notify_all();
@@ -185,10 +187,19 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let mut s = self.budget.state.lock();
-        *s.slot(self.stage) -= self.bytes;
-        drop(s);
-        self.budget.freed.notify_all();
+        self.budget.release(self.part, self.bytes);
+    }
+}
+
+/// The budget as a prover backend sees it (cuzk-groth16's `HostMemory`): bytes beyond a
+/// prover's share, counted with the provers' and only if they fit now.
+impl HostMemory for MemoryBudget {
+    fn try_take(&self, bytes: u64) -> bool {
+        self.try_add_proving(bytes)
+    }
+
+    fn give_back(&self, bytes: u64) {
+        self.release(Part::Proving, bytes);
     }
 }
 
@@ -240,6 +251,12 @@ impl MemoryBudget {
         self.state.lock().resident
     }
 
+    /// Bytes reserved by partitions in flight: their working sets, waiting and proving.
+    pub fn working(&self) -> u64 {
+        let s = self.state.lock();
+        s.waiting + s.proving
+    }
+
     /// The most ever reserved at once.
     pub fn peak(&self) -> u64 {
         self.state.lock().peak
@@ -247,7 +264,7 @@ impl MemoryBudget {
 
     /// What is spoken for: everything resident and waiting, and the provers' part — their
     /// headroom, or what they hold when that is more (a CPU retry's a, b, c beyond a
-    /// prover's share, [`MemoryBudget::try_reserve_proving`], is memory in use as well).
+    /// prover's share, taken through [`HostMemory`], is memory in use as well).
     fn committed(&self, s: &State) -> u64 {
         s.resident + s.waiting + (self.prover_workers * s.max_proving).max(s.proving)
     }
@@ -260,15 +277,15 @@ impl MemoryBudget {
         if self.committed(&s) + bytes > self.limit {
             return None;
         }
-        s.add(Stage::Resident, bytes);
-        Some(Reservation { budget: self.clone(), bytes, stage: Stage::Resident })
+        s.add(Part::Resident, bytes);
+        Some(Reservation { budget: self.clone(), bytes, part: Part::Resident })
     }
 
     /// Count `bytes` that are already in memory (matrices just loaded or extracted), fitting
     /// or not: refusing them now would free nothing. Later reservations see the room they took.
     pub fn hold_resident(self: &Arc<Self>, bytes: u64) -> Reservation {
-        self.state.lock().add(Stage::Resident, bytes);
-        Reservation { budget: self.clone(), bytes, stage: Stage::Resident }
+        self.state.lock().add(Part::Resident, bytes);
+        Reservation { budget: self.clone(), bytes, part: Part::Resident }
     }
 
     /// Block until some reservation is released or `timeout` passes.
@@ -321,8 +338,8 @@ impl MemoryBudget {
             // a bigger circuit admitted since may have raised the headroom) still runs when
             // nothing else waits, rather than never.
             if self.committed(&s) + e.waiting <= self.limit || s.waiting == 0 {
-                s.add(Stage::Waiting, e.waiting);
-                return Some(Reservation { budget: self.clone(), bytes: e.waiting, stage: Stage::Waiting });
+                s.add(Part::Waiting, e.waiting);
+                return Some(Reservation { budget: self.clone(), bytes: e.waiting, part: Part::Waiting });
             }
             if give_up() {
                 return None;
@@ -332,22 +349,30 @@ impl MemoryBudget {
     }
 
     /// Extra bytes for a prover beyond its share (a GPU backend retrying a partition on the
-    /// CPU, which builds a, b, c on the host), only if they fit now: never waits, since a
-    /// waiting prover could wait on itself.
-    pub fn try_reserve_proving(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
+    /// CPU, which builds a, b, c on the host, through [`HostMemory`]), only if they fit now:
+    /// never waits, since a waiting prover could wait on itself.
+    fn try_add_proving(&self, bytes: u64) -> bool {
         let mut s = self.state.lock();
         if s.total() + bytes > self.limit {
-            return None;
+            return false;
         }
-        s.add(Stage::Proving, bytes);
-        Some(Reservation { budget: self.clone(), bytes, stage: Stage::Proving })
+        s.add(Part::Proving, bytes);
+        true
+    }
+
+    /// Give back `bytes` of `part`; whoever waits for room looks again.
+    fn release(&self, part: Part, bytes: u64) {
+        let mut s = self.state.lock();
+        *s.slot(part) -= bytes;
+        drop(s);
+        self.freed.notify_all();
     }
 
     /// A prover's share for one partition. Never waits (see the module comment); the
     /// headroom kept by [`MemoryBudget::reserve_waiting`] is what makes room for it.
     pub fn reserve_proving(self: &Arc<Self>, bytes: u64) -> Reservation {
-        self.state.lock().add(Stage::Proving, bytes);
-        Reservation { budget: self.clone(), bytes, stage: Stage::Proving }
+        self.state.lock().add(Part::Proving, bytes);
+        Reservation { budget: self.clone(), bytes, part: Part::Proving }
     }
 }
 
@@ -408,19 +433,25 @@ fn cgroup_room_in(dir: &std::path::Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuzk_groth16::HostBytes;
 
     fn est(waiting: u64, proving: u64) -> Estimate {
         Estimate { waiting, proving }
+    }
+
+    /// Bytes beyond a prover's share, taken as a backend takes them.
+    fn take_extra(b: &Arc<MemoryBudget>, bytes: u64) -> Option<HostBytes> {
+        HostBytes::take(&(b.clone() as Arc<dyn HostMemory>), bytes)
     }
 
     #[test]
     fn extra_prover_bytes_are_reserved_only_when_they_fit_now() {
         let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
         let held = b.try_reserve_resident(50).unwrap();
-        let extra = b.try_reserve_proving(40).expect("90 of 100");
-        assert!(b.try_reserve_proving(20).is_none(), "110 of 100: refused, not waited for");
+        let extra = take_extra(&b, 40).expect("90 of 100");
+        assert!(take_extra(&b, 20).is_none(), "110 of 100: refused, not waited for");
         drop(extra);
-        assert!(b.try_reserve_proving(50).is_some(), "released bytes are available again");
+        assert!(take_extra(&b, 50).is_some(), "released bytes are available again");
         drop(held);
         assert_eq!(b.used(), 0);
     }
@@ -431,7 +462,7 @@ mod tests {
     fn a_provers_extra_bytes_keep_further_partitions_waiting() {
         let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
         let _w = b.reserve_waiting(est(40, 10), || false).unwrap();
-        let extra = b.try_reserve_proving(50).expect("40 + 50 of 100");
+        let extra = take_extra(&b, 50).expect("40 + 50 of 100");
         assert!(b.reserve_waiting(est(40, 10), || true).is_none(), "40 + 50 + 40 > 100: it must wait");
         assert!(b.try_reserve_resident(20).is_none(), "nor do parameters fit past it");
         drop(extra);
@@ -458,6 +489,15 @@ mod tests {
         drop(r1);
         assert_eq!(waiter.join().unwrap(), Some(20));
         assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn the_working_part_is_what_partitions_hold_without_the_resident_part() {
+        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 1);
+        let _params = b.try_reserve_resident(30).unwrap();
+        let _waiting = b.reserve_waiting(est(10, 20), || false).unwrap();
+        let _proving = b.reserve_proving(20);
+        assert_eq!((b.used(), b.resident(), b.working()), (60, 30, 30));
     }
 
     #[test]

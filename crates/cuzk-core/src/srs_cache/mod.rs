@@ -6,30 +6,39 @@
 //! cuzk's own INSECURE setup over their PCE matrices (tests and benchmarks at sizes whose
 //! ceremony files are out of reach; their proofs verify against the generated key).
 //!
-//! With a memory budget attached (the daemon's), every load is reserved before it starts
-//! (the file's size, or a generated setup's points plus its evaluations); a load that does not
-//! fit evicts idle parameters of other circuits, least recently used first, then waits for
-//! jobs to release theirs, and is refused when nothing can ever make room.
+//! With a memory budget (the daemon's cache, [`SrsCache::with_budget`]), every load is reserved
+//! before it starts (the file's size, or a generated setup's points plus its evaluations); a
+//! load that does not fit evicts idle parameters of other circuits, least recently used first,
+//! then waits for jobs to release theirs, and is refused when nothing can ever make room. The
+//! prover backend comes with the budget and sees every load and eviction (`budget`).
+//! Without one (the in-process engine), loads stay on the host as they were made.
+//!
+//! This module is the cache: load-once slots, room made in the budget (least recently used
+//! first, the deadline circuits pinned), eviction and the resident list. Each parameter source
+//! is a module of its own (`files`, `synthetic`, `generated`; `sources` picks one per circuit).
+
+mod budget;
+mod files;
+mod generated;
+mod sources;
+mod synthetic;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::params::param_files;
+use budget::Budget;
 use cuzk_filecoin::{CircuitId, ProofKind};
-use cuzk_groth16::setup::FixedBaseMul;
-use cuzk_groth16::srs::load_verifying_key;
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
+use cuzk_groth16::{PreparedVerifyingKey, ProverBackend, Srs, SubgroupCheck};
 use parking_lot::Mutex;
+use sources::Sources;
 
 use crate::config::Config;
 use crate::error::EngineError;
-use crate::pce_cache::PceCache;
-use crate::scheduler::{MemoryBudget, Reservation};
-use crate::synthetic;
+use crate::memory::{MemoryBudget, Reservation};
 
 /// One circuit's parameters, decoded and validated, with the prepared verifying key.
 pub struct LoadedSrs {
@@ -42,22 +51,6 @@ pub struct LoadedSrs {
     last_used: AtomicU64,
     /// The load's share of the memory budget, released with the parameters.
     _memory: Option<Reservation>,
-}
-
-/// What a load that needs room may evict with: the budget, and what must forget evicted
-/// parameters first (the prover backend's device copies).
-struct Budget {
-    memory: Arc<MemoryBudget>,
-    forget: Box<dyn Fn(&Srs) + Send + Sync>,
-    /// Sees every load before any job: the backend may take the points onto its devices and
-    /// release the host copy (then only the verifying key stays counted). Returns the host
-    /// bytes the backend keeps for them besides (staged queries), which the load keeps
-    /// reserved.
-    adopt: Box<dyn Fn(&mut Srs) -> u64 + Send + Sync>,
-    /// Offered the queries of a generated setup while they are made, and of a `.params` file
-    /// while it is read (`cuzk_groth16::srs_sink`, `srs_stream`): a backend that accepts
-    /// takes every point then, and the host never holds the whole key.
-    sink: Arc<dyn QuerySink>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<LoadedSrs>>>>;
@@ -75,39 +68,17 @@ impl<F: FnMut()> Drop for Finally<F> {
 }
 
 pub struct SrsCache {
-    dir: PathBuf,
-    check: SubgroupCheck,
-    /// Where subgroup-check records go (the state directory); none = beside the files.
-    records: Option<PathBuf>,
+    sources: Sources,
     slots: Mutex<BTreeMap<CircuitId, Slot>>,
     /// Circuits whose load is waiting for other jobs to free memory (not working): callers
     /// queued behind such a load on its slot are waiting too, not stuck.
     waiting_for_memory: Mutex<BTreeSet<CircuitId>>,
-    /// Set when `srs.synthetic` lists circuits.
-    synthetic: Option<SyntheticSource>,
-    /// Set when `srs.generated` lists circuits.
-    generated: Option<GeneratedSource>,
-    budget: OnceLock<Budget>,
+    /// The daemon's (see `budget`); none in the in-process engine.
+    budget: Option<Budget>,
     epoch: Instant,
     /// Never evicted to make room for another load: the preloaded WinningPoSt and WindowPoSt
     /// circuits, whose deadlines cannot wait for a reload (an explicit EvictSRS still works).
     pinned: BTreeSet<CircuitId>,
-}
-
-/// Which circuits get generated (INSECURE) parameters, from which seed, and where their
-/// matrices come from (the same cache files the engine's PCE cache uses).
-struct GeneratedSource {
-    circuits: BTreeSet<CircuitId>,
-    seed: u64,
-    matrices: PceCache,
-    mul: Arc<dyn FixedBaseMul>,
-}
-
-/// Which circuits get synthetic parameters, and where their shapes come from: PCE matrices
-/// from the same cache files the engine's PCE cache uses (never kept resident here).
-struct SyntheticSource {
-    circuits: BTreeSet<CircuitId>,
-    shapes: PceCache,
 }
 
 /// A resident entry as status reports show it.
@@ -134,40 +105,34 @@ pub enum EvictOutcome {
 }
 
 impl SrsCache {
+    /// A cache of the parameter files in `dir`.
     pub fn new(dir: PathBuf, check: SubgroupCheck) -> Self {
+        SrsCache::with_sources(Sources::files(dir, check))
+    }
+
+    fn with_sources(sources: Sources) -> Self {
         SrsCache {
-            dir,
-            check,
-            records: None,
+            sources,
             slots: Mutex::new(BTreeMap::new()),
             waiting_for_memory: Mutex::new(BTreeSet::new()),
-            synthetic: None,
-            generated: None,
-            budget: OnceLock::new(),
+            budget: None,
             epoch: Instant::now(),
             pinned: BTreeSet::new(),
         }
     }
 
-    /// Count every load against `memory` from now on; `forget` sees parameters evicted to
-    /// make room before they are freed, `adopt` every load before a job has it (see
-    /// `ProverBackend::adopt_srs`), `sink` the queries of a generated setup while they are
-    /// made (see `ProverBackend::begin_queries`). Only the first call takes effect.
-    pub fn attach_budget(
-        &self,
-        memory: Arc<MemoryBudget>,
-        forget: impl Fn(&Srs) + Send + Sync + 'static,
-        adopt: impl Fn(&mut Srs) -> u64 + Send + Sync + 'static,
-        sink: Arc<dyn QuerySink>,
-    ) {
-        let _ = self.budget.set(Budget { memory, forget: Box::new(forget), adopt: Box::new(adopt), sink });
+    /// The daemon's cache: every load counted against `memory`, and offered to `backend`,
+    /// which also forgets the evicted ones (see `budget`).
+    pub fn with_budget(mut self, memory: Arc<MemoryBudget>, backend: Arc<dyn ProverBackend>) -> Self {
+        self.budget = Some(Budget::new(memory, backend));
+        self
     }
 
-    /// The cache `config` describes. `setup_engine` supplies the generated setup's multiplier
-    /// (CPU or device); it is only called when `srs.generated` lists circuits.
-    pub fn from_config(config: &Config, setup_engine: impl FnOnce() -> Arc<dyn FixedBaseMul>) -> Arc<Self> {
-        let mut cache = Self::new(config.srs.param_dir.clone(), config.srs.subgroup_check.into());
-        cache.records = config.subgroup_record_dir();
+    /// The cache `config` describes. When `srs.generated` lists circuits, `backend` does
+    /// their fixed-base multiplications if it has an engine for them
+    /// ([`ProverBackend::fixed_base`]), else the CPU does.
+    pub fn from_config(config: &Config, backend: &dyn ProverBackend) -> Self {
+        let mut cache = Self::with_sources(Sources::from_config(config, backend));
         cache.pinned = config
             .srs
             .preload
@@ -175,38 +140,12 @@ impl SrsCache {
             .filter_map(|id| CircuitId::parse(id).ok())
             .filter(|c| matches!(c.kind, ProofKind::WinningPost | ProofKind::WindowPostPartition))
             .collect();
-        // `validate` has checked the ids; an unparsable one here would be a bug upstream.
-        let circuits: BTreeSet<CircuitId> = config.synthetic_circuits().unwrap_or_default().into_iter().collect();
-        if !circuits.is_empty() {
-            let list: Vec<String> = circuits.iter().map(|c| c.to_string()).collect();
-            tracing::warn!(
-                circuits = %list.join(", "),
-                "srs.synthetic is set: these circuits get RANDOM parameters (benchmarks only); their proofs \
-                 cannot verify and are returned unverified and flagged, never as verified proofs"
-            );
-            let shapes = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
-            cache.synthetic = Some(SyntheticSource { circuits, shapes });
-        }
-        let circuits: BTreeSet<CircuitId> = config.generated_circuits().unwrap_or_default().into_iter().collect();
-        if !circuits.is_empty() {
-            let list: Vec<String> = circuits.iter().map(|c| c.to_string()).collect();
-            tracing::warn!(
-                circuits = %list.join(", "), seed = config.srs.generated_seed,
-                "srs.generated is set: these circuits get INSECURE parameters from cuzk's own setup with a known \
-                 trapdoor; their proofs verify only against the generated key and can be forged by anyone with \
-                 the seed — tests and benchmarks only, never for proofs that go on chain"
-            );
-            let matrices = PceCache::new(config.pce_cache_dir(), config.srs.param_dir.clone());
-            let mul = setup_engine();
-            tracing::info!(engine = %mul.name(), "generated setup: fixed-base multiplications run here");
-            cache.generated = Some(GeneratedSource { circuits, seed: config.srs.generated_seed, matrices, mul });
-        }
-        Arc::new(cache)
+        cache
     }
 
     /// Whether `circuit`'s parameters are synthetic (`srs.synthetic`).
     pub fn is_synthetic(&self, circuit: CircuitId) -> bool {
-        self.synthetic.as_ref().is_some_and(|s| s.circuits.contains(&circuit))
+        self.sources.is_synthetic(circuit)
     }
 
     /// The parameters of `circuit`, loading them if needed. Returns whether this call loaded.
@@ -250,36 +189,11 @@ impl SrsCache {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Bytes a load of `circuit` takes at its peak: the parameters, plus a generated setup's
-    /// QAP evaluations (three field elements per variable) while it runs.
-    fn load_bytes(&self, circuit: CircuitId) -> Result<u64, EngineError> {
-        let shape = |pce: &PceCache| -> Result<_, EngineError> {
-            let shape = pce.srs_shape(circuit)?;
-            let points = shape
-                .resident_bytes()
-                .ok_or_else(|| EngineError::Internal(format!("{circuit}: no evaluation domain fits the circuit")))?;
-            Ok((shape, points))
-        };
-        if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            return Ok(shape(&source.shapes)?.1);
-        }
-        if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            let (shape, points) = shape(&source.matrices)?;
-            return Ok(points + 96 * (shape.num_inputs + shape.num_aux) as u64);
-        }
-        // A missing file is reported by the load itself.
-        Ok(param_files(&self.dir, circuit).ok().and_then(|f| std::fs::metadata(&f.params).ok()).map_or(0, |m| m.len()))
-    }
-
     /// The resident bytes `circuit`'s parameters will take, as far as known without loading
     /// anything (the file's size; 0 for generated or synthetic ones): for refusing at submit a
     /// job that can never fit.
     pub fn expected_bytes(&self, circuit: CircuitId) -> u64 {
-        let listed = |c: &BTreeSet<CircuitId>| c.contains(&circuit);
-        if self.synthetic.as_ref().is_some_and(|s| listed(&s.circuits)) || self.generated.as_ref().is_some_and(|s| listed(&s.circuits)) {
-            return 0;
-        }
-        self.load_bytes(circuit).unwrap_or(0)
+        self.sources.expected_bytes(circuit)
     }
 
     /// Refuse now a load of `circuit` that cannot fit the budget even with nothing else
@@ -287,8 +201,8 @@ impl SrsCache {
     /// preload checks this before it loads the matrices, so a refused preload leaves nothing
     /// behind.
     pub fn refuse_if_never_fits(&self, circuit: CircuitId, also: u64) -> Result<(), EngineError> {
-        let Some(budget) = self.budget.get() else { return Ok(()) };
-        let need = self.load_bytes(circuit)?;
+        let Some(budget) = &self.budget else { return Ok(()) };
+        let need = self.sources.load_bytes(circuit)?;
         let limit = budget.memory.limit();
         if need + also > limit {
             return Err(EngineError::ResourceExhausted(format!(
@@ -305,8 +219,8 @@ impl SrsCache {
     /// Room for a load of `circuit` in the budget (None without one): evicting idle
     /// parameters, least recently used first, then waiting for jobs to release theirs.
     fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool, waiting: &impl Fn(bool)) -> Result<Option<Reservation>, EngineError> {
-        let Some(budget) = self.budget.get() else { return Ok(None) };
-        let need = self.load_bytes(circuit)?;
+        let Some(budget) = &self.budget else { return Ok(None) };
+        let need = self.sources.load_bytes(circuit)?;
         // Whatever way the loop ends, the circuit is no longer waiting and the caller works.
         let _done = Finally(|| {
             self.waiting_for_memory.lock().remove(&circuit);
@@ -316,7 +230,7 @@ impl SrsCache {
             if let Some(r) = budget.memory.try_reserve_resident(need) {
                 return Ok(Some(r));
             }
-            if self.evict_least_recently_used(circuit, &*budget.forget) {
+            if self.evict_least_recently_used(circuit) {
                 continue;
             }
             // Nothing idle to evict. Jobs in flight will release memory (and their
@@ -342,7 +256,7 @@ impl SrsCache {
 
     /// Evict the least recently used parameters that no job holds, other than `keep`'s and
     /// the pinned deadline circuits'. Returns whether anything was freed.
-    fn evict_least_recently_used(&self, keep: CircuitId, forget: &(dyn Fn(&Srs) + Send + Sync)) -> bool {
+    fn evict_least_recently_used(&self, keep: CircuitId) -> bool {
         let mut idle: Vec<(u64, CircuitId)> = {
             let slots = self.slots.lock();
             slots
@@ -357,7 +271,7 @@ impl SrsCache {
         };
         idle.sort();
         for (_, circuit) in idle {
-            if let EvictOutcome::Freed { bytes } = self.evict_with(circuit, forget) {
+            if let EvictOutcome::Freed { bytes } = self.evict(circuit) {
                 tracing::info!(%circuit, mib = bytes >> 20, "evicted idle parameters (least recently used) to make room");
                 return true;
             }
@@ -380,61 +294,13 @@ impl SrsCache {
         // loads again instead of finding a poisoned or half-filled slot.
         crate::faults::hit(crate::faults::Stage::SrsLoad);
         let start = Instant::now();
-        let done = |srs: Srs| self.loaded(circuit, srs, start, memory);
-        if let Some(source) = self.synthetic.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            let srs = synthetic::build_srs(circuit, &source.shapes)?;
-            return Ok(done(srs));
-        }
-        if let Some(source) = self.generated.as_ref().filter(|s| s.circuits.contains(&circuit)) {
-            // Not pinned here: once the setup is built, the only resident copy of the
-            // matrices is the engine's PCE cache's (mapped from the file this may have saved).
-            let pc = source.matrices.get_unpinned(circuit)?;
-            tracing::warn!(%circuit, seed = source.seed, "generating INSECURE parameters (srs.generated)");
-            let sink = self.budget.get().map(|b| &*b.sink);
-            let srs = cuzk_pce::setup::generate_srs_into(&pc, source.seed, &circuit.to_string(), &*source.mul, sink)
-                .map_err(|e| EngineError::Internal(format!("generated setup of {circuit}: {e}")))?;
-            return Ok(done(srs));
-        }
-        let files = param_files(&self.dir, circuit)
-            .map_err(|e| EngineError::SrsMissing { circuit: circuit.to_string(), message: format!("{e:#}") })?;
-        if !files.params.exists() {
-            return Err(EngineError::SrsMissing {
-                circuit: circuit.to_string(),
-                message: format!("{} does not exist", files.params.display()),
-            });
-        }
-        tracing::info!(%circuit, path = %files.params.display(), "loading parameters");
-        // Streamed straight onto the devices when the backend takes the key (the host then
-        // never holds it; the subgroup check runs there too), else decoded on the host.
-        let streamed = match self.budget.get() {
-            Some(b) => cuzk_groth16::srs_stream::load_into(&files.params, self.check, self.records.as_deref(), &*b.sink)?,
-            None => None,
-        };
-        let srs = match streamed {
-            Some(srs) => {
-                tracing::info!(%circuit, secs = start.elapsed().as_secs_f64(), "parameters streamed from the file onto the devices");
-                srs
-            }
-            None => Srs::load_with_records(&files.params, self.check, self.records.as_deref())?,
-        };
-        if files.vk.exists() {
-            let vk = load_verifying_key(&files.vk)?;
-            if vk != srs.vk {
-                return Err(EngineError::SrsMissing {
-                    circuit: circuit.to_string(),
-                    message: format!(
-                        "{} and {} hold different verifying keys; they are not from the same setup",
-                        files.params.display(),
-                        files.vk.display()
-                    ),
-                });
-            }
-        }
-        Ok(done(srs))
+        let sink = self.budget.as_ref().map(|b| b as &dyn QuerySink);
+        let srs = self.sources.load(circuit, sink)?;
+        Ok(self.loaded(circuit, srs, start, memory))
     }
 
     fn loaded(&self, circuit: CircuitId, mut srs: Srs, start: Instant, mut memory: Option<Reservation>) -> LoadedSrs {
-        let backend_bytes = self.budget.get().map_or(0, |b| (b.adopt)(&mut srs));
+        let backend_bytes = self.budget.as_ref().map_or(0, |b| b.adopt(&mut srs));
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         let bytes = srs.resident_bytes() + backend_bytes;
         if backend_bytes > 0 {
@@ -457,15 +323,15 @@ impl SrsCache {
         LoadedSrs { circuit, srs, pvk, bytes, load_time, last_used: AtomicU64::new(self.now()), _memory: memory }
     }
 
-    /// Drop a circuit's parameters if nobody holds them. `before_free` sees them last (the
-    /// prover backend drops its device copies and host pinning there).
+    /// Drop a circuit's parameters if nobody holds them. The daemon's backend sees them last
+    /// (`ProverBackend::forget_srs`: it drops its device copies and host pinning there).
     ///
-    /// The parameters leave the slot map first, and `before_free` runs after its lock is
+    /// The parameters leave the slot map first, and the backend is told after its lock is
     /// released: the backend takes each device's lock there, behind any deadline work, and
     /// every other circuit's lookup (a WinningPoSt's included), status and metrics need the
     /// map meanwhile (issue #36, item 5). A lookup of this circuit in that window starts a
     /// fresh load, under a new load id, so the backend's copies of the two never meet.
-    pub fn evict_with(&self, circuit: CircuitId, before_free: impl FnOnce(&Srs)) -> EvictOutcome {
+    pub fn evict(&self, circuit: CircuitId) -> EvictOutcome {
         let loaded = {
             let mut slots = self.slots.lock();
             let Some(slot) = slots.get(&circuit).cloned() else { return EvictOutcome::NotLoaded };
@@ -483,14 +349,12 @@ impl SrsCache {
             loaded
         };
         let bytes = loaded.bytes;
-        before_free(&loaded.srs);
+        if let Some(b) = &self.budget {
+            b.forget(&loaded.srs);
+        }
         // The budget's share goes with the last reference, after the backend let go.
         drop(loaded);
         EvictOutcome::Freed { bytes }
-    }
-
-    pub fn evict(&self, circuit: CircuitId) -> EvictOutcome {
-        self.evict_with(circuit, |_| {})
     }
 
     pub fn resident(&self) -> Vec<ResidentSrs> {
@@ -519,8 +383,11 @@ impl SrsCache {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+
     use super::*;
-    use crate::scheduler::ProverForm;
+    use crate::memory::ProverForm;
+    use cuzk_filecoin::params::param_files;
     use blstrs::{G1Affine, G2Affine};
     use group::prime::PrimeCurveAffine;
 
@@ -535,30 +402,46 @@ mod tests {
         cache.slots.lock().insert(circuit, Arc::new(Mutex::new(Some(Arc::new(loaded)))));
     }
 
+    /// A backend that proves nothing and, told to forget parameters, first says so on
+    /// `inside`, then waits for `release`: a device held by deadline work.
+    struct WaitingBackend {
+        inside: Mutex<mpsc::Sender<()>>,
+        release: Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl ProverBackend for WaitingBackend {
+        fn name(&self) -> String {
+            "waiting".into()
+        }
+
+        fn prove(&self, _: &Srs, _: cuzk_groth16::ProvingAssignment, _: cuzk_groth16::Randomness, _: &cuzk_groth16::WorkLabel) -> Result<(cuzk_groth16::Proof, cuzk_groth16::ProveTimings), cuzk_groth16::ProveError> {
+            unreachable!("these tests prove nothing")
+        }
+
+        fn forget_srs(&self, _: &Srs) {
+            self.inside.lock().send(()).unwrap();
+            self.release.lock().recv().unwrap();
+        }
+    }
+
     /// Issue #36, item 5: an eviction whose backend waits for a device (held by deadline
     /// work) must not hold up other circuits' lookups: they used to wait on the slot map for
     /// the whole of it.
     #[test]
     fn an_eviction_waiting_for_the_backend_does_not_hold_up_other_lookups() {
-        use std::sync::mpsc;
         let dir = tempfile::tempdir().unwrap();
         let porep = CircuitId::parse("porep-2k").unwrap();
         let winning = CircuitId::parse("winning-2k").unwrap();
-        let cache = Arc::new(SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip));
         let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
-        resident(&cache, porep, memory.try_reserve_resident(300).unwrap());
-        resident(&cache, winning, memory.try_reserve_resident(10).unwrap());
         let (inside_tx, inside_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
+        let backend = Arc::new(WaitingBackend { inside: Mutex::new(inside_tx), release: Mutex::new(release_rx) });
+        let cache = Arc::new(SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), backend));
+        resident(&cache, porep, memory.try_reserve_resident(300).unwrap());
+        resident(&cache, winning, memory.try_reserve_resident(10).unwrap());
         let evicting = {
             let cache = cache.clone();
-            std::thread::spawn(move || {
-                cache.evict_with(porep, |_| {
-                    inside_tx.send(()).unwrap();
-                    // The backend waiting for a device held by deadline work.
-                    release_rx.recv().unwrap();
-                })
-            })
+            std::thread::spawn(move || cache.evict(porep))
         };
         inside_rx.recv().unwrap();
         let (done_tx, done_rx) = mpsc::channel();
@@ -587,10 +470,9 @@ mod tests {
         let wpost = CircuitId::parse("wpost-2k").unwrap();
         let files = param_files(dir.path(), porep).unwrap();
         std::fs::write(&files.params, vec![0u8; 500]).unwrap();
-        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip);
-        cache.pinned.insert(wpost);
         let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
-        cache.attach_budget(memory.clone(), |_| {}, |_| 0, Arc::new(cuzk_groth16::srs_sink::Collect::default()));
+        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), Arc::new(cuzk_groth16::CpuProver));
+        cache.pinned.insert(wpost);
         resident(&cache, wpost, memory.try_reserve_resident(800).unwrap());
         let waited = AtomicU64::new(0);
         let e = cache
