@@ -20,7 +20,7 @@ use cuzk_cuda::pce::DevicePce;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{prepare, ProofKind};
 use cuzk_groth16::ntt::Domain;
-use cuzk_groth16::ProveTimings;
+use cuzk_backend::ProveTimings;
 
 use crate::demo::KINDS;
 use crate::report::table;

@@ -12,14 +12,14 @@
 use std::sync::Arc;
 
 use cuzk_groth16::setup::{CpuFixedBase, FixedBaseMul};
-use cuzk_groth16::{CpuProver, ProverBackend};
+use cuzk_backend::{CpuBackend, ProverBackend};
 
 use crate::config::Config;
 use crate::error::EngineError;
 
 pub fn select(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
     match config.gpus.backend.as_str() {
-        "cpu" => Ok(Arc::new(CpuProver)),
+        "cpu" => Ok(Arc::new(CpuBackend)),
         "cuda" => cuda(config).map_err(|u| u.error),
         "auto" => match cuda(config) {
             Ok(b) => Ok(b),
@@ -33,7 +33,7 @@ pub fn select(config: &Config) -> Result<Arc<dyn ProverBackend>, EngineError> {
                          using the CPU backend"
                     );
                 }
-                Ok(Arc::new(CpuProver))
+                Ok(Arc::new(CpuBackend))
             }
         },
         other => Err(EngineError::Internal(format!("unknown gpus.backend {other:?}"))),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
-use cuzk_groth16::{ProveTimings, ProverBackend, Urgency, WorkLabel};
+use cuzk_backend::{ProveTimings, ProverBackend, Urgency, WorkLabel};
 
 use crate::config::Config;
 use crate::error::EngineError;

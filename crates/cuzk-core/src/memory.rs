@@ -21,39 +21,26 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
-use cuzk_groth16::HostMemory;
+use cuzk_backend::{HostMemory, WitnessForm};
 use parking_lot::{Condvar, Mutex};
 
-/// How the prover stage turns a waiting partition into a proof, which decides what it adds
-/// to host memory (see [`working_set_bytes`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProverForm {
-    /// a, b, c on the host (plain path, or PCE with a backend that does not evaluate the
-    /// matrices).
-    HostAbc,
-    /// The witness expanded on the host, a, b, c evaluated on the device.
-    DeviceMatvec,
-    /// The compact witness goes to the device as it is and is expanded there.
-    DeviceCompact,
-}
-
 /// Bytes a prover adds for one partition of `constraints` constraints (aux ≈ constraints in
-/// these circuits):
-/// * `HostAbc`: a, b, c padded to the FFT domain (3 × 32 bytes each), the witness and the
+/// these circuits), by the form its witness reaches the backend in:
+/// * `Assignment`: a, b, c padded to the FFT domain (3 × 32 bytes each), the witness and the
 ///   backend's dense A/B scalar copies (≈ 2 × 32 bytes per constraint);
-/// * `DeviceMatvec`: the expanded witness (32 bytes per variable) and, when B_G2 runs on the
+/// * `Expanded`: the expanded witness (32 bytes per variable) and, when B_G2 runs on the
 ///   CPU, its scalars (≤ 8 bytes per constraint at PoRep's 25 % B density). Measured on the
 ///   32 GiB PoRep (H200 host, plain witnesses waiting): 4.0 GiB of RSS per partition against
 ///   3.9 GiB of witness;
-/// * `DeviceCompact`: only the per-word offsets of the compact tags (4 bytes per 32 values),
+/// * `Compact`: only the per-word offsets of the compact tags (4 bytes per 32 values),
 ///   rounded up to 1 byte per constraint. (A partition whose device attempt fails and is
 ///   retried on the CPU expands and evaluates on the host beyond this, as before.)
-pub fn working_set_bytes(constraints: usize, form: ProverForm) -> u64 {
+pub fn working_set_bytes(constraints: usize, form: WitnessForm) -> u64 {
     let domain = constraints.max(1).next_power_of_two() as u64;
     match form {
-        ProverForm::HostAbc => 96 * domain + 64 * constraints as u64,
-        ProverForm::DeviceMatvec => 40 * constraints as u64,
-        ProverForm::DeviceCompact => constraints as u64,
+        WitnessForm::Assignment => 96 * domain + 64 * constraints as u64,
+        WitnessForm::Expanded => 40 * constraints as u64,
+        WitnessForm::Compact => constraints as u64,
     }
 }
 
@@ -122,7 +109,7 @@ struct State {
 pub struct MemoryBudget {
     limit: u64,
     /// What the prover stage adds (see `working_set_bytes`).
-    form: ProverForm,
+    form: WitnessForm,
     /// Whether partitions wait as compact witnesses (PCE on) or as full assignments.
     compact: bool,
     prover_workers: u64,
@@ -204,7 +191,7 @@ impl HostMemory for MemoryBudget {
 }
 
 impl MemoryBudget {
-    pub fn new(limit: u64, form: ProverForm, compact: bool, prover_workers: usize) -> Arc<Self> {
+    pub fn new(limit: u64, form: WitnessForm, compact: bool, prover_workers: usize) -> Arc<Self> {
         Arc::new(MemoryBudget {
             limit,
             form,
@@ -310,7 +297,7 @@ impl MemoryBudget {
             Estimate { waiting, proving: working_set_bytes(constraints, self.form) }
         } else {
             // The full assignment waits; the prover adds little beyond it.
-            Estimate { waiting: working_set_bytes(constraints, ProverForm::HostAbc), proving: 0 }
+            Estimate { waiting: working_set_bytes(constraints, WitnessForm::Assignment), proving: 0 }
         }
     }
 
@@ -433,7 +420,7 @@ fn cgroup_room_in(dir: &std::path::Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuzk_groth16::HostBytes;
+    use cuzk_backend::HostBytes;
 
     fn est(waiting: u64, proving: u64) -> Estimate {
         Estimate { waiting, proving }
@@ -446,7 +433,7 @@ mod tests {
 
     #[test]
     fn extra_prover_bytes_are_reserved_only_when_they_fit_now() {
-        let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
+        let b = MemoryBudget::new(100, WitnessForm::Compact, true, 1);
         let held = b.try_reserve_resident(50).unwrap();
         let extra = take_extra(&b, 40).expect("90 of 100");
         assert!(take_extra(&b, 20).is_none(), "110 of 100: refused, not waited for");
@@ -460,7 +447,7 @@ mod tests {
     /// the next partition is admitted (it was not: 40 + 50 + 40 of 100 admitted).
     #[test]
     fn a_provers_extra_bytes_keep_further_partitions_waiting() {
-        let b = MemoryBudget::new(100, ProverForm::DeviceCompact, true, 1);
+        let b = MemoryBudget::new(100, WitnessForm::Compact, true, 1);
         let _w = b.reserve_waiting(est(40, 10), || false).unwrap();
         let extra = take_extra(&b, 50).expect("40 + 50 of 100");
         assert!(b.reserve_waiting(est(40, 10), || true).is_none(), "40 + 50 + 40 > 100: it must wait");
@@ -472,7 +459,7 @@ mod tests {
     #[test]
     fn waiting_reservations_leave_the_provers_headroom_and_release_on_drop() {
         // 100 bytes, two provers of 20 each: 60 bytes for waiting partitions.
-        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 2);
+        let b = MemoryBudget::new(100, WitnessForm::Expanded, true, 2);
         let r1 = b.reserve_waiting(est(50, 20), || false).unwrap();
         assert_eq!(b.used(), 50);
         // 50 + 20 > 60: it waits; the give-up hook lets the caller stop waiting.
@@ -493,7 +480,7 @@ mod tests {
 
     #[test]
     fn the_working_part_is_what_partitions_hold_without_the_resident_part() {
-        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 1);
+        let b = MemoryBudget::new(100, WitnessForm::Expanded, true, 1);
         let _params = b.try_reserve_resident(30).unwrap();
         let _waiting = b.reserve_waiting(est(10, 20), || false).unwrap();
         let _proving = b.reserve_proving(20);
@@ -502,7 +489,7 @@ mod tests {
 
     #[test]
     fn a_measured_size_replaces_the_estimate_in_the_reservation() {
-        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 1);
+        let b = MemoryBudget::new(100, WitnessForm::Expanded, true, 1);
         let mut r = b.reserve_waiting(est(60, 10), || false).unwrap();
         r.resize(5);
         assert_eq!(b.used(), 5);
@@ -513,7 +500,7 @@ mod tests {
 
     #[test]
     fn headroom_follows_the_largest_circuit_admitted() {
-        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 2);
+        let b = MemoryBudget::new(100, WitnessForm::Expanded, true, 2);
         let _big = b.reserve_waiting(est(10, 40), || false).unwrap();
         // 10 + 10 + 2 × 40 = 100 fits; one more small partition would eat a big one's room.
         let _small = b.reserve_waiting(est(10, 1), || false).unwrap();
@@ -524,11 +511,11 @@ mod tests {
     fn estimates_learn_from_synthesis() {
         let c = CircuitId::parse("porep-32g").unwrap();
         // Plain synthesis: the whole assignment waits.
-        let plain = MemoryBudget::new(1 << 40, ProverForm::HostAbc, false, 1);
+        let plain = MemoryBudget::new(1 << 40, WitnessForm::Assignment, false, 1);
         assert!(plain.estimate(c).waiting > 16 << 30, "32 GiB PoRep partitions need >16 GiB");
         // PCE with a, b, c made on the device: a prover expands the witness (3.9 GiB at
         // 32 GiB) and at most B_G2's host scalars stay on the host.
-        let device = MemoryBudget::new(1 << 40, ProverForm::DeviceMatvec, true, 1);
+        let device = MemoryBudget::new(1 << 40, WitnessForm::Expanded, true, 1);
         let e = device.estimate(c);
         assert!(e.proving < 5 << 30 && e.proving > 4 << 30, "{e:?}");
         // Until a compact witness was measured, it is assumed to be stored in full.
@@ -536,17 +523,17 @@ mod tests {
         device.observe(c, 130_278_869, 92 << 20);
         assert_eq!(device.estimate(c).waiting, 92 << 20);
         plain.observe(c, 1000, 0);
-        assert_eq!(plain.estimate(c).waiting, working_set_bytes(1000, ProverForm::HostAbc));
-        assert!(!MemoryBudget::new(1 << 30, ProverForm::HostAbc, true, 1).fits(c, 0));
+        assert_eq!(plain.estimate(c).waiting, working_set_bytes(1000, WitnessForm::Assignment));
+        assert!(!MemoryBudget::new(1 << 30, WitnessForm::Assignment, true, 1).fits(c, 0));
         let small = CircuitId::parse("winning-2k").unwrap();
-        let b = MemoryBudget::new(1 << 30, ProverForm::HostAbc, true, 1);
+        let b = MemoryBudget::new(1 << 30, WitnessForm::Assignment, true, 1);
         assert!(b.fits(small, 0));
         assert!(!b.fits(small, 1 << 30), "its own parameters count against the budget");
     }
 
     #[test]
     fn resident_parameters_count_and_leave_the_provers_headroom() {
-        let b = MemoryBudget::new(100, ProverForm::DeviceMatvec, true, 2);
+        let b = MemoryBudget::new(100, WitnessForm::Expanded, true, 2);
         // A partition admitted with a proving set of 20: 40 bytes of headroom from now on.
         let w = b.reserve_waiting(est(10, 20), || false).unwrap();
         assert!(b.try_reserve_resident(51).is_none(), "10 + 51 + 40 > 100");

@@ -212,14 +212,14 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::memory::ProverForm;
+    use cuzk_backend::WitnessForm;
 
     /// Issue #36, item 7: a preload whose extraction cannot fit the budget is refused before
     /// anything is extracted (it used to extract porep-32g, ~14 GB of RSS, outside the budget).
     #[test]
     fn a_preload_whose_extraction_does_not_fit_the_budget_is_refused_before_extracting() {
         let dir = tempfile::tempdir().unwrap();
-        let budget = MemoryBudget::new(4 << 30, ProverForm::DeviceCompact, true, 1);
+        let budget = MemoryBudget::new(4 << 30, WitnessForm::Compact, true, 1);
         let cache = PceCache::new(dir.path().join("pce"), dir.path().to_path_buf()).with_budget(budget.clone());
         let porep = CircuitId::parse("porep-32g").unwrap();
         let started = Instant::now();

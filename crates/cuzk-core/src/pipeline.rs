@@ -7,29 +7,23 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cuzk_backend::{ProveTimings, ProverBackend, Randomness, Witness, WorkLabel};
 use cuzk_filecoin::{catch_panic, Partition};
-use cuzk_groth16::{Fr, Proof, ProveTimings, ProverBackend, ProvingAssignment, Randomness, WorkLabel};
-use cuzk_pce::{CompactFrVec, PreCompiled};
+use cuzk_groth16::{Fr, Proof};
+use cuzk_pce::PreCompiled;
 
 use crate::error::EngineError;
 use crate::srs_cache::LoadedSrs;
 use crate::synthetic::Verification;
 
-/// What synthesis leaves for the prover.
-pub enum Synthesized {
-    /// Plain synthesis: the full proving assignment, a, b, c included.
-    Full(ProvingAssignment),
-    /// The pre-compiled (PCE) path: the witness only, aux compact (2 bits per 0/1 value, ~2 %
-    /// of its plain size at 32 GiB). The prover stage expands it and evaluates a, b, c from
-    /// the matrices — on the host, or on the device for a backend that evaluates matrices —
-    /// so a partition waiting for a prover holds ~90 MB instead of 4–16 GB.
-    Witness { inputs: Vec<Fr>, aux: CompactFrVec, matrices: Arc<PreCompiled> },
-}
-
-/// A partition after synthesis: the prover's input.
+/// A partition after synthesis: the prover's input. Plain synthesis leaves the full
+/// assignment, a, b, c included; the pre-compiled (PCE) path leaves the witness only, aux
+/// compact (2 bits per 0/1 value, ~2 % of its plain size at 32 GiB), so a partition waiting
+/// for a prover holds ~90 MB instead of 4–16 GB. [`prove`] turns it into the form the
+/// backend takes.
 pub struct SynthesizedPartition {
     pub index: usize,
-    pub work: Synthesized,
+    pub witness: Witness,
     pub public_inputs: Vec<Fr>,
     pub synthesis_time: Duration,
     /// When synthesis started (timelines).
@@ -39,23 +33,17 @@ pub struct SynthesizedPartition {
 impl SynthesizedPartition {
     /// Whether the pre-compiled (PCE) path produced it.
     pub fn via_pce(&self) -> bool {
-        matches!(self.work, Synthesized::Witness { .. })
+        !matches!(self.witness, Witness::Assignment(_))
     }
 
     /// Constraints of the circuit (input rows included).
     pub fn num_constraints(&self) -> usize {
-        match &self.work {
-            Synthesized::Full(a) => a.num_constraints(),
-            Synthesized::Witness { matrices, .. } => matrices.num_constraints,
-        }
+        self.witness.num_constraints()
     }
 
     /// Heap bytes held while waiting for a prover (a, b, c and the witness dominate).
     pub fn heap_bytes(&self) -> u64 {
-        match &self.work {
-            Synthesized::Full(w) => (32 * (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len())) as u64,
-            Synthesized::Witness { inputs, aux, .. } => 32 * inputs.len() as u64 + aux.heap_bytes(),
-        }
+        self.witness.heap_bytes()
     }
 }
 
@@ -81,12 +69,12 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
     let synthesis_error = |message: String| EngineError::Synthesis { partition: index, message };
     // Some storage-proofs gadgets assert on inconsistent witnesses instead of returning an
     // error; that is bad input, and must not take the worker (or the daemon) down.
-    let work = match pce {
+    let witness = match pce {
         None => {
             let assignment = catch_panic(|| circuit.synthesize())
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(e.to_string()))?;
-            Synthesized::Full(assignment)
+            Witness::Assignment(assignment)
         }
         Some(pc) => {
             let (inputs, aux) = catch_panic(|| circuit.witness_compact(pc.num_inputs, pc.num_aux))
@@ -95,17 +83,13 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
             pc.check_witness_len(inputs.len(), aux.len()).map_err(|e| synthesis_error(e.to_string()))?;
             tracing::debug!(partition = index, witness_ms = start.elapsed().as_millis() as u64,
                 stored_in_full = aux.num_others(), of = aux.len(), "PCE witness");
-            Synthesized::Witness { inputs, aux, matrices: pc.clone() }
+            Witness::Compact { inputs, aux, matrices: pc.clone() }
         }
     };
-    let inputs = match &work {
-        Synthesized::Full(a) => &a.input_assignment,
-        Synthesized::Witness { inputs, .. } => inputs,
-    };
-    if inputs.get(1..) != Some(&public_inputs[..]) {
+    if witness.inputs().get(1..) != Some(&public_inputs[..]) {
         return Err(EngineError::PublicInputMismatch { partition: index });
     }
-    Ok(SynthesizedPartition { index, work, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start })
+    Ok(SynthesizedPartition { index, witness, public_inputs, synthesis_time: start.elapsed(), synthesis_start: start })
 }
 
 /// A witness error as the job reports it: a native witness that found the request's data
@@ -119,45 +103,22 @@ fn witness_error_message<E: std::error::Error + 'static>(e: E) -> String {
 }
 
 /// Prove one synthesized partition with fresh randomness. `label` names its job in the
-/// backend's device status. A compact witness goes to a backend that expands it on its
-/// device as it is, or is expanded here (timed as `witness_expand`) and its a, b, c
-/// evaluated by the backend on its device, or here on the host (timed as `matvec`).
+/// backend's device status. This is the one place a witness changes form on its way to a
+/// backend: a compact witness goes to a backend that expands it on its device as it is, or is
+/// expanded here (timed as `witness_expand`) and its a, b, c evaluated by the backend on its
+/// device, or here on the host (timed as `matvec`).
 pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition, label: &WorkLabel) -> Result<ProvedPartition, EngineError> {
-    let SynthesizedPartition { index, work, public_inputs, synthesis_time, .. } = s;
+    let SynthesizedPartition { index, witness, public_inputs, synthesis_time, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
-    let internal = |e: cuzk_pce::PceError| EngineError::Internal(format!("partition {index}: {e}"));
-    let prove_error = |source| EngineError::Prove { partition: index, source };
     let proved = catch_panic(|| -> Result<(Proof, ProveTimings), EngineError> {
-        match work {
-            Synthesized::Full(assignment) => backend.prove(&srs.srs, assignment, rs, label).map_err(prove_error),
-            Synthesized::Witness { inputs, aux, matrices } if backend.evaluates_matrices() && backend.expands_compact_witness() => {
-                // The backend takes the witness as it waits, compact, and expands it on its
-                // device: the full aux vector never exists on the host.
-                let started = Instant::now();
-                let (proof, mut t) = backend.prove_compact(&srs.srs, &*matrices, inputs, aux, rs, label).map_err(prove_error)?;
-                t.total = started.elapsed();
-                Ok((proof, t))
-            }
-            Synthesized::Witness { inputs, aux, matrices } => {
-                let started = Instant::now();
-                let aux = aux.to_vec();
-                let expanded = Instant::now();
-                let (witness_expand, on_device) = (expanded - started, backend.evaluates_matrices());
-                let (result, host_matvec) = if on_device {
-                    let w = cuzk_pce::witness_assignment(&matrices, inputs, aux).map_err(internal)?;
-                    (backend.prove_witness(&srs.srs, &*matrices, w, rs, label), Duration::ZERO)
-                } else {
-                    let w = cuzk_pce::evaluate(&matrices, inputs, aux).map_err(internal)?;
-                    let matvec = expanded.elapsed();
-                    (backend.prove(&srs.srs, w, rs, label), matvec)
-                };
-                let (proof, mut t) = result.map_err(prove_error)?;
-                t.witness_expand = witness_expand;
-                t.matvec += host_matvec;
-                t.total = started.elapsed();
-                Ok((proof, t))
-            }
-        }
+        let started = Instant::now();
+        let (witness, change) =
+            witness.into_accepted(backend.accepts()).map_err(|e| EngineError::Internal(format!("partition {index}: {e}")))?;
+        let (proof, mut t) = backend.prove(&srs.srs, witness, rs, label).map_err(|source| EngineError::Prove { partition: index, source })?;
+        t.witness_expand = change.witness_expand;
+        t.matvec += change.matvec;
+        t.total = started.elapsed();
+        Ok((proof, t))
     })
     .map_err(|m| EngineError::Internal(format!("partition {index}: prover panicked: {m}")))??;
     let (proof, prove_timings) = proved;

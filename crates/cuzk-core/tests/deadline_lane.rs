@@ -17,7 +17,8 @@ use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{ProofKind, ProofRequest};
-use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, Urgency, WorkLabel};
+use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Urgency, Witness, WorkLabel};
+use cuzk_groth16::{Proof, ProveError, Randomness, Srs};
 use parking_lot::{Condvar, Mutex};
 
 /// The CPU prover, except that work less urgent than `passes` waits at a gate until it opens:
@@ -52,7 +53,7 @@ impl ProverBackend for GatedProver {
         "gated-cpu".into()
     }
 
-    fn prove(&self, srs: &Srs, a: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(&self, srs: &Srs, a: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         if label.urgency < self.passes {
             self.held.fetch_add(1, Ordering::SeqCst);
             let mut open = self.open.lock();
@@ -60,7 +61,7 @@ impl ProverBackend for GatedProver {
                 self.opened.wait(&mut open);
             }
         }
-        CpuProver.prove(srs, a, rs, label)
+        CpuBackend.prove(srs, a, rs, label)
     }
 }
 

@@ -22,7 +22,8 @@ use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
 use cuzk_groth16::srs_sink::{G1Query, QueryTaker};
-use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, QueryLens, Randomness, Srs, WorkLabel};
+use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Witness, WorkLabel};
+use cuzk_groth16::{CpuProver, Proof, ProveError, QueryLens, Randomness, Srs};
 use parking_lot::Mutex;
 
 type Points = (Vec<G1Affine>, Vec<G1Affine>, Vec<G1Affine>, Vec<G1Affine>, Vec<G2Affine>);
@@ -65,8 +66,7 @@ impl ProverBackend for StashingBackend {
         srs.release_points();
     }
 
-    fn adopt_matrices(&self, matrices: &(dyn std::any::Any + Send + Sync)) {
-        let pc = matrices.downcast_ref::<cuzk_pce::PreCompiled>().expect("the circuit's PreCompiled matrices");
+    fn adopt_matrices(&self, pc: &cuzk_pce::PreCompiled) {
         self.matrices.lock().push((pc.num_inputs, pc.num_aux));
         self.handed.lock().push("matrices");
     }
@@ -77,16 +77,17 @@ impl ProverBackend for StashingBackend {
         }
     }
 
-    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(&self, srs: &Srs, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         assert!(srs.points_released(), "the engine proves with the released Srs");
+        let w = witness.into_assignment().expect("an assignment (the CPU backend's form)");
         // The host prover refuses released parameters, with a clear error.
-        let refused = CpuProver.prove(srs, w.clone(), rs, label).unwrap_err();
+        let refused = CpuProver.prove(srs, w.clone(), rs).unwrap_err();
         assert!(refused.to_string().contains("released"), "{refused}");
         let points = self.stash.lock().get(&srs.id).cloned().expect("adopted before any job had it");
         let (h, l, a, b_g1, b_g2) = (*points).clone();
         let full = Srs { vk: srs.vk.clone(), h, l, a, b_g1, b_g2, path: srs.path.clone(), synthetic: srs.synthetic, insecure: srs.insecure, id: srs.id, released: None };
         assert_eq!(full.query_lens(), srs.query_lens(), "the released Srs keeps its lengths");
-        CpuProver.prove(&full, w, rs, label)
+        CpuBackend.prove(&full, Witness::Assignment(w), rs, label)
     }
 }
 

@@ -15,7 +15,8 @@ use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Priority, Scheduler, 
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{ProofKind, ProofRequest};
-use cuzk_groth16::{CpuProver, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Witness, WorkLabel};
+use cuzk_groth16::{Proof, ProveError, Randomness, Srs};
 
 /// Curio's WindowPoSt request id: the partition index in it is always 0.
 const WDPOST_ID: &str = "wdpost-1000-0-0a1b2c3d";
@@ -71,14 +72,14 @@ impl ProverBackend for FlakyProver {
     fn prove(
         &self,
         srs: &Srs,
-        a: ProvingAssignment,
+        a: Witness,
         rs: Randomness,
         label: &WorkLabel,
     ) -> Result<(Proof, ProveTimings), ProveError> {
         if self.fail_next.swap(false, Ordering::SeqCst) {
             return Err(ProveError::Backend { backend: self.name(), message: "injected transient failure".into() });
         }
-        CpuProver.prove(srs, a, rs, label)
+        CpuBackend.prove(srs, a, rs, label)
     }
 }
 

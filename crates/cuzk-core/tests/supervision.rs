@@ -158,7 +158,7 @@ impl OneDevice {
     }
 }
 
-impl cuzk_groth16::ProverBackend for OneDevice {
+impl cuzk_backend::ProverBackend for OneDevice {
     fn name(&self) -> String {
         "one-device".into()
     }
@@ -166,11 +166,11 @@ impl cuzk_groth16::ProverBackend for OneDevice {
     fn prove(
         &self,
         srs: &cuzk_groth16::Srs,
-        w: cuzk_groth16::ProvingAssignment,
+        w: cuzk_backend::Witness,
         rs: cuzk_groth16::Randomness,
-        label: &cuzk_groth16::WorkLabel,
-    ) -> Result<(cuzk_groth16::Proof, cuzk_groth16::ProveTimings), cuzk_groth16::ProveError> {
-        cuzk_groth16::CpuProver.prove(srs, w, rs, label)
+        label: &cuzk_backend::WorkLabel,
+    ) -> Result<(cuzk_groth16::Proof, cuzk_backend::ProveTimings), cuzk_groth16::ProveError> {
+        cuzk_backend::CpuBackend.prove(srs, w, rs, label)
     }
 
     fn usable(&self) -> bool {

@@ -50,7 +50,7 @@ __global__ void gather_kernel(fr_t* dst, const fr_t* src, const uint32_t* idx, s
         dst[i] = src[idx[i]];
 }
 
-// A compact witness (cuzk_groth16::CompactFrVec) expanded where the mat-vec reads it: value i
+// A compact witness (cuzk_pce::CompactFrVec) expanded where the mat-vec reads it: value i
 // has a 2-bit tag in word i/32 (0b00 zero, 0b01 one, high bit set: the next stored value),
 // and offs[word] counts the stored values of all earlier words, so every value is found from
 // its own word alone.

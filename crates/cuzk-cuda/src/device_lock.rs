@@ -19,7 +19,7 @@
 //! (A 32 GiB WindowPoSt partition asks for ~23 GiB; beside a paused 32 GiB PoRep partition that
 //! fits only when the device is not already full of resident parameters.)
 
-use cuzk_groth16::Urgency;
+use cuzk_backend::Urgency;
 use parking_lot::{Condvar, Mutex};
 
 #[derive(Default)]

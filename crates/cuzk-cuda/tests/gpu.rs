@@ -14,7 +14,8 @@ use cuzk_cuda::{B2Placement, CudaOptions, CudaProver, Residency};
 use cuzk_groth16::msm::{dense_scalars, msm_g1, msm_g2};
 use cuzk_groth16::ntt::Domain;
 use cuzk_groth16::prover::quotient_coefficients;
-use cuzk_groth16::{PreparedVerifyingKey, Proof, ProverBackend, ProvingAssignment, Randomness, Srs, SubgroupCheck};
+use cuzk_backend::{ProverBackend, Witness};
+use cuzk_groth16::{PreparedVerifyingKey, Proof, ProvingAssignment, Randomness, Srs, SubgroupCheck};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -555,7 +556,7 @@ fn device_matvec_equals_cpu_matvec_bit_for_bit() {
 #[test]
 fn compact_witness_expands_on_the_device_to_the_host_vector() {
     use cuzk_cuda::witness::{upload, WitnessRef};
-    use cuzk_groth16::CompactFrVec;
+    use cuzk_pce::CompactFrVec;
     let mut r = rng(11);
     // Lengths around the 32-value words; values mostly 0/1 as in real witnesses, some -1, 2
     // and random ones (stored in full), and runs of each so whole words are of one kind.
@@ -647,7 +648,7 @@ fn cuda_proofs_verify_on_every_path() {
         let x0 = Fr::from(3u64);
         let out = chain(x0, rounds);
         let circuit = CubeChain { x0: Some(x0), rounds };
-        let pc = cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap();
+        let pc = std::sync::Arc::new(cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap());
         for residency in [Residency::Always, Residency::Never] {
             for b_g2 in [B2Placement::Gpu, B2Placement::Cpu] {
                 let prover = CudaProver::new(CudaOptions { residency, b_g2, ..Default::default() }).unwrap();
@@ -657,7 +658,7 @@ fn cuda_proofs_verify_on_every_path() {
                 let mut cs = ProvingAssignment::new_with_one();
                 circuit.clone().synthesize(&mut cs).unwrap();
                 cs.finish();
-                let (proof, t) = prover.prove(&srs, cs, Randomness::random(&mut r), &Default::default()).unwrap();
+                let (proof, t) = prover.prove(&srs, Witness::Assignment(cs), Randomness::random(&mut r), &Default::default()).unwrap();
                 let ordinals: Vec<_> = prover.device_infos().iter().map(|d| d.ordinal).collect();
                 assert!(t.device.is_some_and(|d| ordinals.contains(&d)), "{what}: proved on {:?}, devices {ordinals:?}", t.device);
                 check_proof(&proof, &srs, &params, out, &format!("host path {what}"));
@@ -665,14 +666,15 @@ fn cuda_proofs_verify_on_every_path() {
                 // GPU-resident path: witness only, a, b, c by the device mat-vec.
                 let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
                 let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-                let (proof, t) = prover.prove_witness(&srs, &pc, w, Randomness::random(&mut r), &Default::default()).unwrap();
+                let (proof, t) = prover.prove(&srs, Witness::Expanded { witness: w, matrices: pc.clone() }, Randomness::random(&mut r), &Default::default()).unwrap();
                 assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
                 check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));
                 // The same from the compact witness (expanded on the device when B_G2 is
                 // there too, on the host otherwise).
                 let (ins, aux) = cuzk_pce::witness_compact(circuit.clone(), pc.num_inputs, pc.num_aux).unwrap();
-                assert_eq!(prover.expands_compact_witness(), b_g2 == B2Placement::Gpu, "{what}");
-                let (proof, _) = prover.prove_compact(&srs, &pc, ins, aux, Randomness::random(&mut r), &Default::default()).unwrap();
+                assert_eq!(prover.accepts().compact, b_g2 == B2Placement::Gpu, "{what}");
+                let (w, _) = Witness::Compact { inputs: ins, aux, matrices: pc.clone() }.into_accepted(prover.accepts()).unwrap();
+                let (proof, _) = prover.prove(&srs, w, Randomness::random(&mut r), &Default::default()).unwrap();
                 check_proof(&proof, &srs, &params, out, &format!("compact witness path {what}"));
                 // All three proofs counted (on whichever devices the prover chose), no failures.
                 let reports = prover.devices();
@@ -694,7 +696,7 @@ fn wrong_parameters_are_a_shape_error_on_the_gpu_too() {
     CubeChain { x0: Some(Fr::ONE), rounds: 40 }.synthesize(&mut cs).unwrap();
     cs.finish();
     let prover = CudaProver::new(CudaOptions::default()).unwrap();
-    let e = prover.prove(&srs, cs, Randomness::random(&mut r), &Default::default()).unwrap_err();
+    let e = prover.prove(&srs, Witness::Assignment(cs), Randomness::random(&mut r), &Default::default()).unwrap_err();
     assert!(matches!(e, cuzk_groth16::ProveError::ShapeMismatch(_)), "{e}");
 }
 
@@ -733,7 +735,7 @@ fn a_generated_setup_taken_onto_the_device_while_made_proves_as_the_host_copy_do
     use cuzk_groth16::srs_sink::G1Query;
     let mut r = rng(22);
     let rounds = 40_000;
-    let pc = cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap();
+    let pc = std::sync::Arc::new(cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap());
     let mul = cuzk_cuda::setup::CudaFixedBase::new(DEV);
     let prover = CudaProver::new(CudaOptions::default()).unwrap();
     let taken = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &mul, Some(&TakenBy(&prover))).unwrap();
@@ -751,13 +753,13 @@ fn a_generated_setup_taken_onto_the_device_while_made_proves_as_the_host_copy_do
     let rs = Randomness::random(&mut r);
     let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
     let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-    let (on_device, t) = prover.prove_witness(&taken, &pc, w, rs, &Default::default()).unwrap();
+    let (on_device, t) = prover.prove(&taken, Witness::Expanded { witness: w, matrices: pc.clone() }, rs, &Default::default()).unwrap();
     assert!(t.device.is_some(), "proved on the device");
     assert!(PreparedVerifyingKey::new(&taken.vk).verify(&on_device, &[out]).unwrap(), "verifies");
     let mut cs = ProvingAssignment::new_with_one();
     circuit.synthesize(&mut cs).unwrap();
     cs.finish();
-    let (on_host, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs, &Default::default()).unwrap();
+    let (on_host, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs).unwrap();
     assert!(on_device.to_bytes() == on_host.to_bytes(), "device copy and host copy give the same proof");
 
     // Chunks out of order, and a finish with points missing, are errors.
@@ -854,7 +856,7 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
     use cuzk_groth16::srs_stream::load_into;
     let mut r = rng(31);
     let rounds = 40_000;
-    let pc = cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap();
+    let pc = std::sync::Arc::new(cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap());
     let host = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records");
@@ -876,13 +878,13 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
     let rs = Randomness::random(&mut r);
     let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
     let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-    let (on_device, t) = prover.prove_witness(&streamed, &pc, w, rs, &Default::default()).unwrap();
+    let (on_device, t) = prover.prove(&streamed, Witness::Expanded { witness: w, matrices: pc.clone() }, rs, &Default::default()).unwrap();
     assert!(t.device.is_some());
     assert!(PreparedVerifyingKey::new(&streamed.vk).verify(&on_device, &[chain(x0, rounds)]).unwrap(), "verifies");
     let mut cs = ProvingAssignment::new_with_one();
     circuit.synthesize(&mut cs).unwrap();
     cs.finish();
-    let (on_host, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs, &Default::default()).unwrap();
+    let (on_host, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs).unwrap();
     assert!(on_device.to_bytes() == on_host.to_bytes(), "the streamed key proves as the host copy does");
     prover.forget_srs(&streamed);
 

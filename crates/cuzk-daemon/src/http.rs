@@ -102,7 +102,7 @@ pub fn status_json(st: &StatusSnapshot, tag: impl Fn(&str) -> String) -> Value {
 mod tests {
     use std::time::Duration;
 
-    use cuzk_groth16::{DeviceReport, Urgency, WorkLabel};
+    use cuzk_backend::{DeviceReport, Urgency, WorkLabel};
 
     use super::*;
 

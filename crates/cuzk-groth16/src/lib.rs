@@ -7,14 +7,13 @@
 //! * [`srs_synthetic`] — random parameters of a given shape, for benchmarks (never verify);
 //! * [`setup`] — a fast, deterministic, INSECURE Groth16 setup (parameters that verify);
 //! * [`ntt`], [`msm`] — the CPU primitives;
-//! * [`prover`] — the backend interface and the CPU backend;
+//! * [`prover`] — shape checks, the quotient, proof assembly, and the CPU prover;
 //! * [`proof`], [`verify`] — the proof encoding and the verifier.
 //!
 //! Nothing here knows about Filecoin; a hand-made circuit proves just as well.
 
 pub mod assignment;
 pub mod check_record;
-pub mod compact;
 pub mod density;
 pub mod msm;
 pub mod ntt;
@@ -29,9 +28,8 @@ pub mod verify;
 
 pub use assignment::ProvingAssignment;
 pub use blstrs::Scalar as Fr;
-pub use compact::CompactFrVec;
 pub use proof::{Proof, PROOF_BYTES};
-pub use prover::{CpuProver, DeviceReport, HostBytes, HostMemory, ProveError, ProveTimings, ProverBackend, Randomness, Urgency, WorkLabel};
+pub use prover::{CpuProver, CpuTimings, ProveError, Randomness};
 pub use srs::{QueryLens, Srs, SrsError, SubgroupCheck, VerifyingKey};
 pub use srs_synthetic::SrsShape;
 pub use verify::PreparedVerifyingKey;

@@ -1,5 +1,6 @@
-//! Groth16 proving from a [`ProvingAssignment`]: the backend interface, the shape checks every
-//! backend shares, and the CPU backend (rayon NTTs + blst Pippenger MSMs).
+//! Groth16 proving from a [`ProvingAssignment`]: the shape checks every prover shares, the
+//! quotient and the assembly of a proof from its multi-scalar multiplications, and the CPU
+//! prover (rayon NTTs + blst Pippenger MSMs).
 //!
 //! With r, s random:
 //!   A  = α + Σ wᵢ·Aᵢ + r·δ                       (G1; inputs all, aux by A-density)
@@ -7,7 +8,6 @@
 //!   C  = Σ hᵢ·Hᵢ + Σ aux·Lᵢ + s·A + r·B_G1 − r·s·δ
 //! where h are the coefficients of (a(x)·b(x) − c(x)) / (xⁿ − 1).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
@@ -35,29 +35,6 @@ impl Randomness {
     }
 }
 
-/// How soon a partition must be proved. A backend that shares a device lets more urgent work
-/// go first, at the next phase boundary of a less urgent partition in hand: deadline work
-/// passes PoRep, and a WinningPoSt passes a WindowPoSt.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Urgency {
-    /// PoRep, SnapDeals, and anything below HIGH priority.
-    #[default]
-    Normal,
-    /// Deadline work at HIGH priority (WindowPoSt: a missed deadline faults the sectors).
-    High,
-    /// Deadline work at CRITICAL priority (WinningPoSt: a late one loses the block reward).
-    Critical,
-}
-
-/// Whose partition a backend is proving, for status reports ("device 0 is on job X"), and how
-/// urgently. It changes nothing in the proof.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WorkLabel {
-    pub job_id: String,
-    pub proof_kind: String,
-    pub urgency: Urgency,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
     #[error("assignment does not fit these parameters: {0} (wrong parameter file for this circuit?)")]
@@ -68,22 +45,10 @@ pub enum ProveError {
     Backend { backend: String, message: String },
 }
 
-/// Where the time of one partition proof went.
+/// Where the time of one CPU proof went, phase by phase.
 #[derive(Clone, Debug, Default)]
-pub struct ProveTimings {
-    /// The device that proved it (GPU backends); None on the CPU.
-    pub device: Option<u32>,
-    /// Waiting for the device to be free (another partition held it).
-    pub device_wait: Duration,
-    /// When this partition held the device, for timelines.
-    pub device_span: Option<(Instant, Instant)>,
-    /// Host → device copies of a, b, c or the witness (GPU backends).
-    pub upload: Duration,
-    /// Expanding a compact witness before proving (PCE path; set by the engine).
-    pub witness_expand: Duration,
-    /// a = A·w, b = B·w, c = C·w from pre-compiled matrices: on the device (GPU-resident
-    /// path), or on the host just before proving (set by the engine).
-    pub matvec: Duration,
+pub struct CpuTimings {
+    /// The three NTT round trips that give h.
     pub ntt: Duration,
     pub msm_h: Duration,
     pub msm_l: Duration,
@@ -91,171 +56,6 @@ pub struct ProveTimings {
     pub msm_b_g1: Duration,
     pub msm_b_g2: Duration,
     pub total: Duration,
-}
-
-/// The engine's host-memory budget as a backend sees it, for bytes beyond a partition's share
-/// (a GPU backend's retry on the CPU builds a, b, c on the host): now or not at all. The engine
-/// implements it with its budget; [`HostBytes`] holds what a backend took.
-pub trait HostMemory: Send + Sync {
-    /// Take `bytes` if they fit now; false if they do not. Never waits: a prover that waited
-    /// for memory could be waiting on itself.
-    fn try_take(&self, bytes: u64) -> bool;
-    /// Give back `bytes` taken earlier.
-    fn give_back(&self, bytes: u64);
-}
-
-/// Bytes taken from a [`HostMemory`], given back when dropped.
-pub struct HostBytes {
-    memory: Arc<dyn HostMemory>,
-    bytes: u64,
-}
-
-impl HostBytes {
-    /// `bytes` of `memory`, if they fit now.
-    pub fn take(memory: &Arc<dyn HostMemory>, bytes: u64) -> Option<HostBytes> {
-        memory.try_take(bytes).then(|| HostBytes { memory: memory.clone(), bytes })
-    }
-}
-
-impl Drop for HostBytes {
-    fn drop(&mut self) {
-        self.memory.give_back(self.bytes);
-    }
-}
-
-/// A prover backend turns one synthesized partition into one proof.
-pub trait ProverBackend: Send + Sync {
-    fn name(&self) -> String;
-    fn prove(&self, srs: &Srs, assignment: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError>;
-
-    /// How many partitions the backend proves well at once (the scheduler runs this many
-    /// prover workers). None: the operator's `pipeline.prover_workers` decides.
-    fn parallelism(&self) -> Option<usize> {
-        None
-    }
-
-    /// Per-device state for status reports; empty for the CPU backend.
-    fn devices(&self) -> Vec<DeviceReport> {
-        Vec::new()
-    }
-
-    /// These parameters are going away (evicted): drop any copy the backend keeps of them.
-    fn forget_srs(&self, _srs: &Srs) {}
-
-    /// The engine's budget, for host memory beyond a partition's share (a GPU backend's
-    /// retry on the CPU). Called once, when the engine starts: the budget is sized from the
-    /// backend (its parallelism, where a, b, c are made), so it cannot come with the backend.
-    fn attach_host_memory(&self, _memory: Arc<dyn HostMemory>) {}
-
-    /// False once the backend can never prove again in this process (every GPU lost to a
-    /// sticky error, or hung): the daemon then exits non-zero so that its supervisor restarts it.
-    fn usable(&self) -> bool {
-        true
-    }
-
-    /// A partition of job `job_id` has made no progress in the prove stage for the engine's
-    /// stall limit. A backend whose devices can hang takes the device holding it out of
-    /// service, as after a sticky error (a hung device never gives its lock back, and every
-    /// partition queued for it would wait too), and says true; false: nothing of it is known
-    /// here (the CPU backend).
-    fn stalled(&self, _job_id: &str) -> bool {
-        false
-    }
-
-    /// Parameters just loaded, before any job has them. A backend that copies every point to
-    /// every device it proves on may do so now and release the host copy
-    /// ([`Srs::release_points`]); the host then keeps only the verifying key and the lengths.
-    fn adopt_srs(&self, _srs: &mut Srs) {}
-
-    /// Host bytes the backend keeps for these parameters beside the [`Srs`] itself: queries
-    /// it stages from host memory of its own (the CUDA backend, on a device that cannot hold
-    /// every point). The engine's budget counts them with the parameters.
-    fn host_bytes(&self, _srs: &Srs) -> u64 {
-        0
-    }
-
-    /// The backend's own engine for a generated setup's fixed-base multiplications
-    /// (`srs.generated`), when it has one: a device does a 32 GiB circuit's in seconds, where
-    /// the CPU takes minutes. None (the default): the CPU does them.
-    fn fixed_base(&self) -> Option<Arc<dyn crate::setup::FixedBaseMul>> {
-        None
-    }
-
-    /// Offered before a generated setup computes any point (see [`crate::srs_sink`]): a
-    /// backend that will hold every point on every device it proves on may take them chunk by
-    /// chunk as they are made, so that the host never holds the whole key. `None` (the
-    /// default): the points are made on the host, and [`Self::adopt_srs`] sees them after.
-    fn begin_queries(&self, _path: &std::path::Path, _id: u64, _lens: &crate::srs::QueryLens) -> Option<Box<dyn crate::srs_sink::QueryTaker + '_>> {
-        None
-    }
-
-    /// A circuit's pre-compiled matrices (`cuzk_pce::PreCompiled`, as `Any`), loaded by a
-    /// preload before any proof of the circuit. A backend that evaluates matrices on its
-    /// devices may copy them there now, so that the circuit's first proof does not: at 32 GiB
-    /// that copy takes 2–3 s inside the device region, on a deadline proof's path.
-    fn adopt_matrices(&self, _matrices: &(dyn std::any::Any + Send + Sync)) {}
-
-    /// Whether [`ProverBackend::prove_witness`] is available: the backend evaluates
-    /// a = A·w, b = B·w, c = C·w itself from pre-compiled matrices (the GPU-resident path).
-    fn evaluates_matrices(&self) -> bool {
-        false
-    }
-
-    /// Prove from the witness alone. `witness` carries the inputs, aux and the three
-    /// densities, with a, b, c empty; `matrices` is the circuit's `cuzk_pce::PreCompiled`
-    /// (passed as `Any` because this crate sits below cuzk-pce). Only called when
-    /// [`ProverBackend::evaluates_matrices`] is true.
-    fn prove_witness(
-        &self,
-        _srs: &Srs,
-        _matrices: &(dyn std::any::Any + Send + Sync),
-        _witness: ProvingAssignment,
-        _rs: Randomness,
-        _label: &WorkLabel,
-    ) -> Result<(Proof, ProveTimings), ProveError> {
-        Err(ProveError::Backend { backend: self.name(), message: "this backend does not evaluate pre-compiled matrices".into() })
-    }
-
-    /// Whether [`ProverBackend::prove_compact`] is available: the backend also expands a
-    /// compact witness itself (on its device), so the 32-byte-a-value aux vector never exists
-    /// on the host — 4.2 GB per 32 GiB PoRep partition, against ~90 MB compact.
-    fn expands_compact_witness(&self) -> bool {
-        false
-    }
-
-    /// [`ProverBackend::prove_witness`] with the aux values still compact. Only called when
-    /// [`ProverBackend::expands_compact_witness`] is true.
-    fn prove_compact(
-        &self,
-        _srs: &Srs,
-        _matrices: &(dyn std::any::Any + Send + Sync),
-        _inputs: Vec<Fr>,
-        _aux: crate::CompactFrVec,
-        _rs: Randomness,
-        _label: &WorkLabel,
-    ) -> Result<(Proof, ProveTimings), ProveError> {
-        Err(ProveError::Backend { backend: self.name(), message: "this backend does not expand compact witnesses".into() })
-    }
-}
-
-/// One accelerator as a backend reports it.
-#[derive(Clone, Debug, Default)]
-pub struct DeviceReport {
-    /// The CUDA ordinal (as the process sees devices).
-    pub ordinal: u32,
-    pub name: String,
-    pub memory_total: u64,
-    pub memory_free: u64,
-    /// Bytes of parameters (and PCE matrices) kept on the device.
-    pub resident_bytes: u64,
-    pub partitions_proved: u64,
-    pub failures: u64,
-    /// Total time the device was held by a partition.
-    pub busy: Duration,
-    /// Partitions on the device or waiting for it right now.
-    pub active: usize,
-    /// The partition holding the device right now (None when idle).
-    pub current: Option<WorkLabel>,
 }
 
 /// The sizes of an assignment as the parameters must match them.
@@ -358,25 +158,22 @@ pub struct MsmResults {
     pub b_g2: G2Projective,
 }
 
-/// The CPU backend. Uses the rayon pool for NTTs and blst's pool for MSMs.
+/// The CPU prover. Uses the rayon pool for NTTs and blst's pool for MSMs.
 #[derive(Clone, Debug, Default)]
 pub struct CpuProver;
 
-impl ProverBackend for CpuProver {
-    fn name(&self) -> String {
-        "cpu".into()
-    }
-
-    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, _label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+impl CpuProver {
+    /// Prove `w` with the points of `srs` held on the host.
+    pub fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness) -> Result<(Proof, CpuTimings), ProveError> {
         let start = Instant::now();
         if srs.points_released() {
             return Err(ProveError::Backend {
-                backend: self.name(),
+                backend: "cpu".into(),
                 message: format!("the host copy of {} was released (the GPUs hold it); the CPU cannot prove with it", srs.path.display()),
             });
         }
         let shape = check_shape(srs, &w)?;
-        let mut t = ProveTimings::default();
+        let mut t = CpuTimings::default();
         let ProvingAssignment { a_aux_density, b_input_density, b_aux_density, a, b, c, input_assignment, aux_assignment } = w;
 
         let timed = |f: &mut dyn FnMut() -> G1Projective, slot: &mut Duration| {

@@ -8,7 +8,7 @@ use std::io::Write;
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::{
-    CpuProver, PreparedVerifyingKey, Proof, ProverBackend, ProvingAssignment, Randomness, Srs, SrsError, SrsShape, SubgroupCheck,
+    CpuProver, PreparedVerifyingKey, Proof, ProvingAssignment, Randomness, Srs, SrsError, SrsShape, SubgroupCheck,
 };
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
@@ -77,7 +77,7 @@ fn cpu_prover_proofs_verify_with_ours_and_bellpersons_verifier() {
         let x = Fr::from(3u64);
         let out = x * x * x + x + Fr::from(5u64);
         let w = synthesize(Cubic { x: Some(x), extra_constraints: extra });
-        let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng), &Default::default()).unwrap();
+        let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng)).unwrap();
 
         let pvk = PreparedVerifyingKey::new(&srs.vk);
         assert!(pvk.verify(&proof, &[out]).unwrap(), "our verifier, extra={extra}");
@@ -108,7 +108,7 @@ fn wrong_parameters_are_a_shape_error_not_a_bad_proof() {
     let file = write_params(&params);
     let srs = Srs::load(file.path(), SubgroupCheck::Skip).unwrap();
     let w = synthesize(Cubic { x: Some(Fr::ONE), extra_constraints: 40 });
-    let err = CpuProver.prove(&srs, w, Randomness::random(&mut rng), &Default::default()).unwrap_err();
+    let err = CpuProver.prove(&srs, w, Randomness::random(&mut rng)).unwrap_err();
     assert!(err.to_string().contains("parameters have"), "{err}");
 }
 
@@ -173,13 +173,13 @@ fn synthetic_parameters_have_the_real_sizes_prove_and_never_verify() {
         assert_eq!(lens(&srs), lens(&real), "extra={extra}");
 
         // The prover accepts them (no shape error) and the proof does not verify.
-        let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng), &Default::default()).unwrap();
+        let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng)).unwrap();
         assert!(!PreparedVerifyingKey::new(&srs.vk).verify(&proof, &[out]).unwrap(), "extra={extra}");
 
         // Sized for another circuit: refused like a wrong parameter file.
         let other = Srs::synthetic(&SrsShape { num_aux: shape.num_aux + 1, ..shape }, 11, "other").unwrap();
         let w = synthesize(Cubic { x: Some(x), extra_constraints: extra });
-        let err = CpuProver.prove(&other, w, Randomness::random(&mut rng), &Default::default()).unwrap_err();
+        let err = CpuProver.prove(&other, w, Randomness::random(&mut rng)).unwrap_err();
         assert!(err.to_string().contains("L points"), "{err}");
     }
 }

@@ -14,11 +14,11 @@
 //! * [`witness`](mod@witness) — `WitnessCs`, values only (never builds linear combinations);
 //! * [`matrix`] — CSR storage with a coefficient table, and the parallel mat-vec;
 //! * [`cache`] — the versioned, checksummed, memory-mapped cache file;
-//! * [`setup`] — an INSECURE generated Groth16 setup of the recorded circuit.
+//! * [`setup`] — an INSECURE generated Groth16 setup of the recorded circuit;
+//! * [`compact`] — the witness stored 2 bits a value for 0 and 1, as partitions wait for a prover.
 
 pub mod cache;
-/// The compact witness form lives a floor down (the prover backends take it).
-pub use cuzk_groth16::compact;
+pub mod compact;
 pub mod matrix;
 pub mod recording;
 pub mod setup;

@@ -8,7 +8,7 @@ mod common;
 use blstrs::{Bls12, Scalar as Fr};
 use common::*;
 use cuzk_groth16::srs::{write_params, write_vk};
-use cuzk_groth16::{CpuProver, PreparedVerifyingKey, ProverBackend, Randomness, Srs, SubgroupCheck};
+use cuzk_groth16::{CpuProver, PreparedVerifyingKey, Randomness, Srs, SubgroupCheck};
 use cuzk_pce::setup::{generate_srs, generate_vk};
 use cuzk_pce::{evaluate, extract, witness};
 use ff::Field;
@@ -81,7 +81,7 @@ fn proofs_verify_with_ours_and_bellpersons_verifier() {
     let out = x * x * x + x + Fr::from(5u64);
     let (inputs, aux) = witness(Cubic { x: Some(x) }).unwrap();
     let w = evaluate(&pc, inputs, aux).unwrap();
-    let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng), &Default::default()).unwrap();
+    let (proof, _) = CpuProver.prove(&srs, w, Randomness::random(&mut rng)).unwrap();
     let pvk = PreparedVerifyingKey::new(&srs.vk);
     assert!(pvk.verify(&proof, &[out]).unwrap());
     assert!(!pvk.verify(&proof, &[out + Fr::ONE]).unwrap(), "a changed input must fail");

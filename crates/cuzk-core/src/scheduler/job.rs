@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::{CircuitId, ProofKind};
-use cuzk_groth16::Urgency;
+use cuzk_backend::Urgency;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 

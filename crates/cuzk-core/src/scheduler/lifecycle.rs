@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cuzk_filecoin::ProofKind;
-use cuzk_groth16::ProverBackend;
+use cuzk_backend::{ProverBackend, WitnessForm};
 use parking_lot::Mutex;
 
 use super::job::{Job, Phase};
@@ -19,7 +19,7 @@ use super::watchdog;
 use super::workers::{self, Lane};
 use crate::config::Config;
 use crate::error::EngineError;
-use crate::memory::{MemoryBudget, ProverForm};
+use crate::memory::MemoryBudget;
 use crate::metrics::Metrics;
 use crate::pce_cache::PceCache;
 use crate::srs_cache::SrsCache;
@@ -42,10 +42,9 @@ pub(super) fn start(config: Config, backend: Option<Arc<dyn ProverBackend>>) -> 
     // With PCE, partitions wait as compact witnesses; with a backend that also evaluates
     // the matrices on its device, a, b, c never occupy host memory, and the budget must
     // not reserve them.
-    let form = match (config.pce.enabled && backend.evaluates_matrices(), backend.expands_compact_witness()) {
-        (false, _) => ProverForm::HostAbc,
-        (true, false) => ProverForm::DeviceMatvec,
-        (true, true) => ProverForm::DeviceCompact,
+    let form = match config.pce.enabled {
+        true => backend.accepts().reached_from(WitnessForm::Compact),
+        false => WitnessForm::Assignment,
     };
     // Every prover that can hold a partition needs its headroom: with the lane, the
     // deadline prover and the critical one too. The critical prover is not only ever a

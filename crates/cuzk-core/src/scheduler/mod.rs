@@ -37,7 +37,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cuzk_filecoin::ProofRequest;
-use cuzk_groth16::ProverBackend;
+use cuzk_backend::ProverBackend;
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};

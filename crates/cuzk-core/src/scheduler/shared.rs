@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_groth16::ProverBackend;
+use cuzk_backend::ProverBackend;
 use parking_lot::Mutex;
 
 use super::activity::Activity;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_filecoin::ProofKind;
-use cuzk_groth16::DeviceReport;
+use cuzk_backend::DeviceReport;
 
 use super::job::{Job, Phase};
 use super::shared::Shared;

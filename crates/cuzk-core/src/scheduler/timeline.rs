@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::fmt::Write;
 use std::time::Instant;
 
-use cuzk_groth16::ProveTimings;
+use cuzk_backend::ProveTimings;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk_filecoin::catch_panic;
-use cuzk_groth16::WorkLabel;
+use cuzk_backend::WorkLabel;
 
 use super::activity::StageMark;
 use super::job::{Job, JobTimings, Phase, Priority};

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use cuzk_filecoin::CircuitId;
 use cuzk_groth16::setup::FixedBaseMul;
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_groth16::{ProverBackend, Srs};
+use cuzk_backend::ProverBackend;
+use cuzk_groth16::Srs;
 
 use crate::config::Config;
 use crate::error::EngineError;

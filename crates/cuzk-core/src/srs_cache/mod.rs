@@ -32,7 +32,8 @@ use std::time::{Duration, Instant};
 use budget::Budget;
 use cuzk_filecoin::{CircuitId, ProofKind};
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_groth16::{PreparedVerifyingKey, ProverBackend, Srs, SubgroupCheck};
+use cuzk_backend::ProverBackend;
+use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
 use parking_lot::Mutex;
 use sources::Sources;
 
@@ -386,7 +387,7 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
-    use crate::memory::ProverForm;
+    use cuzk_backend::WitnessForm;
     use cuzk_filecoin::params::param_files;
     use blstrs::{G1Affine, G2Affine};
     use group::prime::PrimeCurveAffine;
@@ -414,7 +415,7 @@ mod tests {
             "waiting".into()
         }
 
-        fn prove(&self, _: &Srs, _: cuzk_groth16::ProvingAssignment, _: cuzk_groth16::Randomness, _: &cuzk_groth16::WorkLabel) -> Result<(cuzk_groth16::Proof, cuzk_groth16::ProveTimings), cuzk_groth16::ProveError> {
+        fn prove(&self, _: &Srs, _: cuzk_backend::Witness, _: cuzk_groth16::Randomness, _: &cuzk_backend::WorkLabel) -> Result<(cuzk_groth16::Proof, cuzk_backend::ProveTimings), cuzk_groth16::ProveError> {
             unreachable!("these tests prove nothing")
         }
 
@@ -432,7 +433,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let porep = CircuitId::parse("porep-2k").unwrap();
         let winning = CircuitId::parse("winning-2k").unwrap();
-        let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
+        let memory = MemoryBudget::new(1000, WitnessForm::Compact, true, 1);
         let (inside_tx, inside_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
         let backend = Arc::new(WaitingBackend { inside: Mutex::new(inside_tx), release: Mutex::new(release_rx) });
@@ -470,8 +471,8 @@ mod tests {
         let wpost = CircuitId::parse("wpost-2k").unwrap();
         let files = param_files(dir.path(), porep).unwrap();
         std::fs::write(&files.params, vec![0u8; 500]).unwrap();
-        let memory = MemoryBudget::new(1000, ProverForm::DeviceCompact, true, 1);
-        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), Arc::new(cuzk_groth16::CpuProver));
+        let memory = MemoryBudget::new(1000, WitnessForm::Compact, true, 1);
+        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), Arc::new(cuzk_backend::CpuBackend));
         cache.pinned.insert(wpost);
         resident(&cache, wpost, memory.try_reserve_resident(800).unwrap());
         let waited = AtomicU64::new(0);

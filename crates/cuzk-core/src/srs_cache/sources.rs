@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use cuzk_filecoin::CircuitId;
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_groth16::{ProverBackend, Srs, SubgroupCheck};
+use cuzk_backend::ProverBackend;
+use cuzk_groth16::{Srs, SubgroupCheck};
 
 use super::files::FileSource;
 use super::generated::GeneratedSource;

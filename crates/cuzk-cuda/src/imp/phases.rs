@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cuzk_groth16::prover::{MsmResults, Shape};
-use cuzk_groth16::{ProveTimings, ProvingAssignment};
+use cuzk_backend::ProveTimings;
+use cuzk_groth16::ProvingAssignment;
 use group::Group;
 
 use super::error::CudaError;

@@ -18,16 +18,16 @@
 //! [`super::phases`], the witness's way onto the device in [`super::witness`], parameters
 //! put on every device ahead of any proof in [`super::adopt`].
 
-use std::any::Any;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blstrs::{G2Projective, Scalar as Fr};
+use blstrs::G2Projective;
 use cuzk_groth16::msm::{dense_scalars, msm_g2};
-use cuzk_groth16::prover::{assemble, check_shape, check_sizes, MsmResults, Shape};
+use cuzk_backend::{DeviceReport, Forms, HostBytes, HostMemory, ProveTimings, ProverBackend, Witness, WorkLabel};
+use cuzk_groth16::prover::{assemble, MsmResults, Shape};
 use cuzk_groth16::srs_sink::QueryTaker;
-use cuzk_groth16::{CompactFrVec, QueryLens, CpuProver, DeviceReport, HostBytes, HostMemory, Proof, ProveError, ProveTimings, ProverBackend, ProvingAssignment, Randomness, Srs, WorkLabel};
+use cuzk_groth16::{CpuProver, Proof, ProveError, ProvingAssignment, QueryLens, Randomness, Srs};
 use cuzk_pce::PreCompiled;
 use parking_lot::Mutex;
 
@@ -157,23 +157,12 @@ fn working_bytes(shape: &Shape, input: &DeviceInput<'_>) -> u64 {
 /// resident parameters.
 pub(super) const MSM_TEMPORARIES: u64 = 3 << 30;
 
-/// A partition as the prover was given it, owned (the CPU fallback consumes it).
-enum Partition {
-    /// A proving assignment: a, b, c filled (host path), or empty beside PCE matrices.
-    Assignment(ProvingAssignment),
-    /// The witness with its aux values compact, beside PCE matrices.
-    Compact { inputs: Vec<Fr>, aux: CompactFrVec },
-}
-
-impl Partition {
-    /// Borrowed for one device attempt.
-    fn work<'a>(&'a self, pc: Option<&'a PreCompiled>) -> Work<'a> {
-        match (self, pc) {
-            (Partition::Assignment(w), None) => Work::Host(w),
-            (Partition::Assignment(w), Some(pc)) => Work::Witness(pc, WitnessRef::Full { inputs: &w.input_assignment, aux: &w.aux_assignment }),
-            (Partition::Compact { inputs, aux }, Some(pc)) => Work::Witness(pc, WitnessRef::Compact { inputs, aux }),
-            (Partition::Compact { .. }, None) => unreachable!("a compact witness always comes with its matrices"),
-        }
+/// One device attempt's view of a witness.
+fn work_of(witness: &Witness) -> Work<'_> {
+    match witness {
+        Witness::Assignment(w) => Work::Host(w),
+        Witness::Expanded { witness: w, matrices } => Work::Witness(matrices, WitnessRef::Full { inputs: &w.input_assignment, aux: &w.aux_assignment }),
+        Witness::Compact { inputs, aux, matrices } => Work::Witness(matrices, WitnessRef::Compact { inputs, aux }),
     }
 }
 
@@ -341,7 +330,7 @@ impl CudaProver {
                 v
             }
             Work::Witness(_, WitnessRef::Compact { .. }) if !self.b_g2_on_gpu() => {
-                // expands_compact_witness() says no in this configuration.
+                // accepts() says no in this configuration.
                 return Err(backend_error(&gpu.info, CudaError::new("a compact witness needs B in G2 on the device")));
             }
             Work::Witness(..) => Vec::new(),
@@ -438,7 +427,7 @@ impl CudaProver {
     }
 
     /// Try each device in order of load (at most two attempts), then the CPU.
-    fn prove_with(&self, srs: &Srs, shape: &Shape, part: Partition, pc: Option<&PreCompiled>, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove_with(&self, srs: &Srs, shape: &Shape, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
         // device_order counted its first choice as taken; each attempt below counts its own.
         self.gpus[order[0]].active.fetch_sub(1, Ordering::Relaxed);
@@ -457,7 +446,7 @@ impl CudaProver {
                 continue; // lost during the first attempt
             }
             self.gpus[g].active.fetch_add(1, Ordering::Relaxed);
-            match self.start_on(g, srs, shape, part.work(pc), label) {
+            match self.start_on(g, srs, shape, work_of(&witness), label) {
                 Ok(phase) => return Ok(self.finish(srs, phase, rs)),
                 Err(e) => {
                     // One retry: on the next device, or on the CPU when there is one device.
@@ -488,39 +477,8 @@ impl CudaProver {
             },
         };
         tracing::warn!(mib = need >> 20, "retrying the partition on the CPU backend");
-        let cpu_error = |e: cuzk_pce::PceError| ProveError::Backend { backend: "cpu".into(), message: e.to_string() };
-        let w = match (part, pc) {
-            (Partition::Assignment(w), None) => w,
-            (Partition::Assignment(w), Some(pc)) => cuzk_pce::evaluate(pc, w.input_assignment, w.aux_assignment).map_err(cpu_error)?,
-            (Partition::Compact { inputs, aux }, Some(pc)) => cuzk_pce::evaluate(pc, inputs, aux.to_vec()).map_err(cpu_error)?,
-            (Partition::Compact { .. }, None) => unreachable!("a compact witness always comes with its matrices"),
-        };
-        self.cpu.prove(srs, w, rs, label)
-    }
-
-    /// The matrices as `PreCompiled`, with the witness lengths checked against them, and the
-    /// partition's shape against the parameters.
-    fn check_witness<'a>(&self, srs: &Srs, matrices: &'a (dyn Any + Send + Sync), n_in: usize, n_aux: usize) -> Result<(&'a PreCompiled, Shape), ProveError> {
-        let pc = matrices.downcast_ref::<PreCompiled>().ok_or_else(|| ProveError::Backend {
-            backend: self.name(),
-            message: "prove_witness needs cuzk_pce::PreCompiled matrices".into(),
-        })?;
-        if n_in != pc.num_inputs || n_aux != pc.num_aux {
-            return Err(ProveError::ShapeMismatch(format!(
-                "witness has {n_in} inputs and {n_aux} aux, the matrices {} and {}",
-                pc.num_inputs, pc.num_aux
-            )));
-        }
-        let shape = check_sizes(
-            srs,
-            pc.num_constraints,
-            pc.num_inputs,
-            pc.num_aux,
-            pc.a_aux_density.count_ones(),
-            pc.b_input_density.count_ones(),
-            pc.b_aux_density.count_ones(),
-        )?;
-        Ok((pc, shape))
+        let w = witness.into_assignment().map_err(|e| ProveError::Backend { backend: "cpu".into(), message: e.to_string() })?;
+        self.cpu.prove(srs, w, rs).map(|(proof, t)| (proof, t.into()))
     }
 }
 
@@ -530,9 +488,20 @@ impl ProverBackend for CudaProver {
         format!("cuda[{}]", ords.join(","))
     }
 
-    fn prove(&self, srs: &Srs, w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
-        let shape = check_shape(srs, &w)?;
-        self.prove_with(srs, &shape, Partition::Assignment(w), None, rs, label)
+    /// An expanded witness when it evaluates the matrices on its devices; a compact one when
+    /// B in G2 is on the device too (a CPU B_G2 needs B's scalars on the host, i.e. the
+    /// expanded witness).
+    fn accepts(&self) -> Forms {
+        let expanded = self.options.device_matvec;
+        Forms { expanded, compact: expanded && self.b_g2_on_gpu() }
+    }
+
+    fn prove(&self, srs: &Srs, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+        if !self.accepts().takes(witness.form()) {
+            return Err(witness.not_taken_by(self.name()));
+        }
+        let shape = witness.shape(srs)?;
+        self.prove_with(srs, &shape, witness, rs, label)
     }
 
     fn parallelism(&self) -> Option<usize> {
@@ -629,13 +598,8 @@ impl ProverBackend for CudaProver {
         self.pinned.lock().retain(|p| p.key != key);
     }
 
-    fn evaluates_matrices(&self) -> bool {
-        self.options.device_matvec
-    }
-
-    fn adopt_matrices(&self, matrices: &(dyn Any + Send + Sync)) {
-        let Some(pc) = matrices.downcast_ref::<PreCompiled>() else { return };
-        if !self.evaluates_matrices() {
+    fn adopt_matrices(&self, pc: &PreCompiled) {
+        if !self.accepts().expanded {
             return;
         }
         // A lost device is skipped; an error here is only logged (the first proof meets it
@@ -648,30 +612,11 @@ impl ProverBackend for CudaProver {
             }
         }
     }
-
-    fn prove_witness(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), w: ProvingAssignment, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
-        let (pc, shape) = self.check_witness(srs, matrices, w.input_assignment.len(), w.aux_assignment.len())?;
-        self.prove_with(srs, &shape, Partition::Assignment(w), Some(pc), rs, label)
-    }
-
-    fn expands_compact_witness(&self) -> bool {
-        // A CPU B_G2 needs B's scalars on the host, i.e. the expanded witness.
-        self.options.device_matvec && self.b_g2_on_gpu()
-    }
-
-    fn prove_compact(&self, srs: &Srs, matrices: &(dyn Any + Send + Sync), inputs: Vec<Fr>, aux: CompactFrVec, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
-        let (pc, shape) = self.check_witness(srs, matrices, inputs.len(), aux.len())?;
-        if !self.expands_compact_witness() {
-            let w = cuzk_pce::witness_assignment(pc, inputs, aux.to_vec()).map_err(|e| ProveError::ShapeMismatch(e.to_string()))?;
-            return self.prove_with(srs, &shape, Partition::Assignment(w), Some(pc), rs, label);
-        }
-        self.prove_with(srs, &shape, Partition::Compact { inputs, aux }, Some(pc), rs, label)
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use cuzk_groth16::Urgency;
+    use cuzk_backend::Urgency;
 
     use super::*;
 

@@ -7,7 +7,7 @@
 //! host, and the copy inside the device-exclusive region takes milliseconds, not 0.7 s.
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::CompactFrVec;
+use cuzk_pce::CompactFrVec;
 use ff::Field;
 
 use super::buffer::DeviceBuffer;

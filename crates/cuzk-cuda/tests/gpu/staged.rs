@@ -101,7 +101,7 @@ fn the_subgroup_check_of_staged_points_finds_what_it_finds_on_resident_ones() {
 fn a_key_with_staged_queries_proves_as_its_host_copy_does() {
     let mut r = rng(42);
     let rounds = 40_000;
-    let pc = cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap();
+    let pc = std::sync::Arc::new(cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap());
     let mul = cuzk_cuda::setup::CudaFixedBase::new(DEV);
     let host = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &mul, None).unwrap();
     let x0 = Fr::from(9u64);
@@ -110,7 +110,7 @@ fn a_key_with_staged_queries_proves_as_its_host_copy_does() {
     circuit.clone().synthesize(&mut cs).unwrap();
     cs.finish();
     let rs = Randomness::random(&mut r);
-    let (want, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs, &Default::default()).unwrap();
+    let (want, _) = cuzk_groth16::CpuProver.prove(&host, cs, rs).unwrap();
     let lens = host.query_lens();
     for staged in [Staged::of(&[Query::BG2]), Staged::of(&[Query::H, Query::L]), Staged::of(&Query::ALL)] {
         let prover = CudaProver::new(CudaOptions { stage_queries: Some(staged), ..Default::default() }).unwrap();
@@ -123,7 +123,8 @@ fn a_key_with_staged_queries_proves_as_its_host_copy_does() {
             assert!(srs.points_released(), "{what}: the host copy of the loader's is gone");
             assert_eq!(prover.host_bytes(srs), staged.host_bytes(&lens), "{what}: the staged bytes are counted");
             let (ins, aux) = cuzk_pce::witness_compact(circuit.clone(), pc.num_inputs, pc.num_aux).unwrap();
-            let (got, t) = prover.prove_compact(srs, &pc, ins, aux, rs, &Default::default()).unwrap();
+            let (w, _) = Witness::Compact { inputs: ins, aux, matrices: pc.clone() }.into_accepted(prover.accepts()).unwrap();
+            let (got, t) = prover.prove(srs, w, rs, &Default::default()).unwrap();
             assert!(t.device.is_some(), "{what}: proved on the device");
             assert!(got.to_bytes() == want.to_bytes(), "{what}: the same proof as the host copy's");
             assert!(PreparedVerifyingKey::new(&srs.vk).verify(&got, &[chain(x0, rounds)]).unwrap(), "{what}: verifies");
