@@ -53,6 +53,7 @@ pub use options::{B2Placement, Residency};
 #[cfg(feature = "cuda")]
 mod imp {
     mod adopt;
+    mod attempt;
     pub mod buffer;
     pub mod device;
     pub mod error;
@@ -60,9 +61,11 @@ mod imp {
     pub mod msm;
     pub mod ntt;
     pub mod pce;
+    mod on_device;
     mod phases;
     pub mod prover;
     mod resident;
+    mod retry;
     pub mod setup;
     pub mod witness;
 }

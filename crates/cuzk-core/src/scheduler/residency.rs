@@ -30,7 +30,7 @@ pub(super) fn preload(sh: &Shared, circuit: &str) -> Result<(bool, Duration), En
             // No partition's reservation covers a preload's extraction: it reserves its own.
             let (matrices, source) = pce.get_for_preload(id)?;
             // Onto the devices too, when they evaluate the matrices (a no-op once there).
-            sh.backend.adopt_matrices(&*matrices);
+            sh.backend.adopt_matrices(&matrices);
             source != PceSource::Memory
         }
         None => false,
