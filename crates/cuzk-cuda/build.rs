@@ -103,7 +103,11 @@ fn main() {
         // NVIDIA's installer (and the CUDA 12 tree of install-cuda-toolchain.sh) has lib64/, the
         // CUDA 13 wheels lib/.
         let root = nvcc_path.parent().and_then(|bin| bin.parent()).map(PathBuf::from).unwrap_or_default();
-        ["lib", "lib64"].iter().map(|l| root.join(l)).find(|l| l.join("libcudart_static.a").is_file()).unwrap_or(root.join("lib"))
+        ["lib", "lib64"]
+            .iter()
+            .map(|l| root.join(l))
+            .find(|l| l.join("libcudart_static.a").is_file())
+            .unwrap_or(root.join("lib"))
     });
     if lib_dir.is_dir() {
         println!("cargo:rustc-link-search=native={}", lib_dir.display());

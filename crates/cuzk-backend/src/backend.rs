@@ -26,7 +26,13 @@ pub trait ProverBackend: Send + Sync {
     /// Prove one partition with randomness `rs`. `witness` is in a form [`Self::accepts`]
     /// names (the engine converts it first, [`Witness::into_accepted`]); any other is an
     /// error ([`Witness::not_taken_by`]).
-    fn prove(&self, srs: &Srs, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError>;
+    fn prove(
+        &self,
+        srs: &Srs,
+        witness: Witness,
+        rs: Randomness,
+        label: &WorkLabel,
+    ) -> Result<(Proof, ProveTimings), ProveError>;
 
     /// How many partitions the backend proves well at once (the scheduler runs this many
     /// prover workers). None: the operator's `pipeline.prover_workers` decides.

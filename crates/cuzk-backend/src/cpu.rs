@@ -13,7 +13,13 @@ impl ProverBackend for CpuBackend {
         "cpu".into()
     }
 
-    fn prove(&self, srs: &Srs, witness: Witness, rs: Randomness, _label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(
+        &self,
+        srs: &Srs,
+        witness: Witness,
+        rs: Randomness,
+        _label: &WorkLabel,
+    ) -> Result<(Proof, ProveTimings), ProveError> {
         match witness {
             Witness::Assignment(w) => CpuProver.prove(srs, w, rs).map(|(proof, t)| (proof, t.into())),
             other => Err(other.not_taken_by(self.name())),

@@ -117,7 +117,9 @@ impl Witness {
 
     /// Heap bytes it holds (a, b, c and the witness dominate).
     pub fn heap_bytes(&self) -> u64 {
-        let full = |w: &ProvingAssignment| (32 * (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len())) as u64;
+        let full = |w: &ProvingAssignment| {
+            (32 * (w.a.len() + w.b.len() + w.c.len() + w.input_assignment.len() + w.aux_assignment.len())) as u64
+        };
         match self {
             Witness::Assignment(w) | Witness::Expanded { witness: w, .. } => full(w),
             Witness::Compact { inputs, aux, .. } => 32 * inputs.len() as u64 + aux.heap_bytes(),
@@ -129,7 +131,9 @@ impl Witness {
     pub fn shape(&self, srs: &Srs) -> Result<Shape, ProveError> {
         let (pc, n_in, n_aux) = match self {
             Witness::Assignment(w) => return check_shape(srs, w),
-            Witness::Expanded { witness, matrices } => (matrices, witness.input_assignment.len(), witness.aux_assignment.len()),
+            Witness::Expanded { witness, matrices } => {
+                (matrices, witness.input_assignment.len(), witness.aux_assignment.len())
+            }
             Witness::Compact { inputs, aux, matrices } => (matrices, inputs.len(), aux.len()),
         };
         if n_in != pc.num_inputs || n_aux != pc.num_aux {
@@ -179,7 +183,9 @@ impl Witness {
     pub fn into_assignment(self) -> Result<ProvingAssignment, PceError> {
         match self {
             Witness::Assignment(w) => Ok(w),
-            Witness::Expanded { witness, matrices } => cuzk_pce::evaluate(&matrices, witness.input_assignment, witness.aux_assignment),
+            Witness::Expanded { witness, matrices } => {
+                cuzk_pce::evaluate(&matrices, witness.input_assignment, witness.aux_assignment)
+            }
             Witness::Compact { inputs, aux, matrices } => cuzk_pce::evaluate(&matrices, inputs, aux.to_vec()),
         }
     }

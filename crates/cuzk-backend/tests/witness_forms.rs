@@ -36,7 +36,12 @@ impl Circuit<Fr> for Chain {
             } else {
                 cs.alloc(|| format!("x {}", i + 1), || next.ok_or(SynthesisError::AssignmentMissing))?
             };
-            cs.enforce(|| format!("cube {i}"), |lc| lc + sq_var, |lc| lc + var, |lc| lc + next_var - (Fr::from(5u64), CS::one()));
+            cs.enforce(
+                || format!("cube {i}"),
+                |lc| lc + sq_var,
+                |lc| lc + var,
+                |lc| lc + next_var - (Fr::from(5u64), CS::one()),
+            );
             x = next;
             var = next_var;
         }
@@ -54,7 +59,9 @@ fn plain(x0: Fr) -> ProvingAssignment {
 }
 
 fn compact(x0: Fr, matrices: &Arc<cuzk_pce::PreCompiled>) -> Witness {
-    let (inputs, aux) = cuzk_pce::witness_compact(Chain { x0: Some(x0), rounds: ROUNDS }, matrices.num_inputs, matrices.num_aux).unwrap();
+    let (inputs, aux) =
+        cuzk_pce::witness_compact(Chain { x0: Some(x0), rounds: ROUNDS }, matrices.num_inputs, matrices.num_aux)
+            .unwrap();
     Witness::Compact { inputs, aux, matrices: matrices.clone() }
 }
 
@@ -93,7 +100,10 @@ fn every_form_holds_what_plain_synthesis_gives() {
     let (expanded, _) = compact(x0, &pc).into_accepted(Forms { expanded: true, compact: false }).unwrap();
     let Witness::Expanded { witness, .. } = &expanded else { panic!("got a {} witness", expanded.form()) };
     assert_eq!((&witness.input_assignment, &witness.aux_assignment), (&want.input_assignment, &want.aux_assignment));
-    assert!(witness.a.is_empty() && witness.b.is_empty() && witness.c.is_empty(), "a, b, c are the backend's to evaluate");
+    assert!(
+        witness.a.is_empty() && witness.b.is_empty() && witness.c.is_empty(),
+        "a, b, c are the backend's to evaluate"
+    );
     assert_eq!(witness.a_aux_density, want.a_aux_density);
 
     for from in [compact(x0, &pc), expanded] {
@@ -115,7 +125,8 @@ fn the_cpu_backend_proves_what_it_takes_and_refuses_the_rest_by_name() {
     let out = plain(x0).input_assignment[1];
     let mut rng = rand::thread_rng();
 
-    let refused = CpuBackend.prove(&srs, compact(x0, &pc), Randomness::random(&mut rng), &Default::default()).unwrap_err();
+    let refused =
+        CpuBackend.prove(&srs, compact(x0, &pc), Randomness::random(&mut rng), &Default::default()).unwrap_err();
     assert!(matches!(&refused, ProveError::Backend { backend, .. } if backend == "cpu"), "{refused}");
     assert!(refused.to_string().contains("compact"), "{refused}");
 
@@ -138,7 +149,9 @@ fn a_witness_that_does_not_fit_its_matrices_or_the_parameters_is_a_shape_error()
     let e = Witness::Compact { inputs: short, aux, matrices }.shape(&srs).err().expect("refused");
     assert!(matches!(e, ProveError::ShapeMismatch(_)), "{e}");
     // Another circuit's parameters.
-    let other = cuzk_pce::setup::generate_srs(&cuzk_pce::extract(Chain { x0: None, rounds: ROUNDS + 1 }).unwrap(), 11, "other").unwrap();
+    let other =
+        cuzk_pce::setup::generate_srs(&cuzk_pce::extract(Chain { x0: None, rounds: ROUNDS + 1 }).unwrap(), 11, "other")
+            .unwrap();
     let e = compact(x0, &pc).shape(&other).err().expect("refused");
     assert!(matches!(e, ProveError::ShapeMismatch(_)), "{e}");
 }

@@ -25,7 +25,14 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let manifest = crate::fixtures::run(dir)?;
     let engine = fixture_engine(dir)?;
     let mut t = table(&[
-        "proof", "partitions", "params load", "synthesis", "prove", "verify", "total", "filecoin-proofs verify",
+        "proof",
+        "partitions",
+        "params load",
+        "synthesis",
+        "prove",
+        "verify",
+        "total",
+        "filecoin-proofs verify",
     ]);
     let mut failures = 0;
     for kind in KINDS {

@@ -51,13 +51,19 @@ pub fn run(args: &Args) -> Result<()> {
     if args.vk_only {
         let vk = cuzk_pce::setup::generate_vk(&pc, args.seed).with_context(|| format!("verifying key of {circuit}"))?;
         write_generated_vk(&files, &vk, &what)?;
-        println!("INSECURE verifying key of {circuit} (seed {}) written to {} in {}", args.seed, files.vk.display(), secs(start.elapsed()));
+        println!(
+            "INSECURE verifying key of {circuit} (seed {}) written to {} in {}",
+            args.seed,
+            files.vk.display(),
+            secs(start.elapsed())
+        );
         return Ok(());
     }
     let setup_start = Instant::now();
     // On a CUDA device when this build has one (70 s instead of most of an hour at 32 GiB).
     let engine = cuzk_core::backend::fixed_base_engine(&[]);
-    let srs = cuzk_pce::setup::generate_srs_with(&pc, args.seed, &circuit.to_string(), &*engine).with_context(|| format!("setup of {circuit}"))?;
+    let srs = cuzk_pce::setup::generate_srs_with(&pc, args.seed, &circuit.to_string(), &*engine)
+        .with_context(|| format!("setup of {circuit}"))?;
     let setup = setup_start.elapsed();
     let write_start = Instant::now();
     write_generated(&files, &srs, &what)?;

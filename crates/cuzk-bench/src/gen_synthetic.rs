@@ -58,9 +58,10 @@ pub fn run(args: &Args) -> Result<()> {
     let number = go_abi_number(registered).context("registered proof without a Go abi number")?;
     eprintln!("generating a synthetic {} C1 output ({registered:?}, seed {}) …", args.sector_size, args.seed);
     let c1 = synthetic_c1(registered, args.seed)?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("synthetic-c1-{}-seed{}.json", args.sector_size.short(), args.seed))
-    });
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("synthetic-c1-{}-seed{}.json", args.sector_size.short(), args.seed)));
     let payload = if args.bare { c1.json.clone() } else { c1.envelope(args.sector_number) };
     let write_start = Instant::now();
     std::fs::write(&out, &payload).with_context(|| format!("writing {}", out.display()))?;
@@ -77,14 +78,31 @@ pub fn run(args: &Args) -> Result<()> {
     row("partitions", s.partitions.to_string());
     row("challenges", format!("{} per partition, {} in all", s.challenges_per_partition, s.total_challenges()));
     row("layers", s.layers.to_string());
-    row("parents", format!("{} DRG + {} expander ({} hashed per label)", s.drg_parents, s.exp_parents, s.hashed_parents));
+    row(
+        "parents",
+        format!("{} DRG + {} expander ({} hashed per label)", s.drg_parents, s.exp_parents, s.hashed_parents),
+    );
     row("tree D", format!("binary, depth {}", s.tree_d_depth));
     row(
         "tree C / R_last",
-        format!("arity {base} base{}{}, {} base levels, path {} levels", sub_desc("sub", sub), sub_desc("top", top), s.tree_base_depth, s.tree_path_len()),
+        format!(
+            "arity {base} base{}{}, {} base levels, path {} levels",
+            sub_desc("sub", sub),
+            sub_desc("top", top),
+            s.tree_base_depth,
+            s.tree_path_len()
+        ),
     );
     row("C1 JSON", bytes(c1.json.len() as u64));
-    row("written", format!("{} ({}, {})", out.display(), bytes(payload.len() as u64), if args.bare { "bare JSON" } else { "envelope" }));
+    row(
+        "written",
+        format!(
+            "{} ({}, {})",
+            out.display(),
+            bytes(payload.len() as u64),
+            if args.bare { "bare JSON" } else { "envelope" }
+        ),
+    );
     row("generation / write", format!("{} / {}", secs(c1.generation_time), secs(write_time)));
     println!("{t}");
     println!(

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use cuzk_backend::ProveTimings;
 use cuzk_core::config::B2Placement;
 use cuzk_core::{Config, Engine};
 use cuzk_cuda::buffer::DeviceBuffer;
@@ -20,7 +21,6 @@ use cuzk_cuda::pce::DevicePce;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{prepare, ProofKind};
 use cuzk_groth16::ntt::Domain;
-use cuzk_backend::ProveTimings;
 
 use crate::demo::KINDS;
 use crate::report::table;
@@ -131,10 +131,28 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
     // 2. and 3. Proofs on every path, verified by filecoin-proofs.
     let mut t = table(&[
-        "proof", "path", "run", "part", "dev", "wait", "upload", "matvec", "ntt", "msm h", "msm l", "msm a", "msm b1", "msm b2",
-        "prove ms", "filecoin-proofs",
+        "proof",
+        "path",
+        "run",
+        "part",
+        "dev",
+        "wait",
+        "upload",
+        "matvec",
+        "ntt",
+        "msm h",
+        "msm l",
+        "msm a",
+        "msm b1",
+        "msm b2",
+        "prove ms",
+        "filecoin-proofs",
     ]);
-    let configs = [("host a/b/c", false, B2Placement::Gpu), ("device mat-vec", true, B2Placement::Gpu), ("mat-vec, B2 on CPU", true, B2Placement::Cpu)];
+    let configs = [
+        ("host a/b/c", false, B2Placement::Gpu),
+        ("device mat-vec", true, B2Placement::Gpu),
+        ("mat-vec, B2 on CPU", true, B2Placement::Cpu),
+    ];
     for (label, device_matvec, b_g2) in configs {
         let engine = engine(dir, &args.devices, device_matvec, b_g2)?;
         for &kind in &kinds {

@@ -87,7 +87,16 @@ fn witness_scalars(n: usize, ones: u32, zeros: u32, seed: u64) -> Vec<Fr> {
 /// (`Some((ones, zeros))`, against the split) or random ones (`None`, against wide windows).
 fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()> {
     let path = if witness.is_some() { MsmPath::Witness } else { MsmPath::Dense };
-    let mut t = table(&["group", "points", "ones %", "zeros %", "dense", "sppark ms (mean)", &format!("{path:?} ms (mean)"), "equal"]);
+    let mut t = table(&[
+        "group",
+        "points",
+        "ones %",
+        "zeros %",
+        "dense",
+        "sppark ms (mean)",
+        &format!("{path:?} ms (mean)"),
+        "equal",
+    ]);
     let (ones, zeros) = witness.unwrap_or((0, 0));
     let mut bad = 0;
     for &n in &args.sizes {
@@ -176,7 +185,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             n.to_string(),
             format!("{dev_ms:.2}"),
             if check { format!("{cpu_ms:.1}") } else { "-".into() },
-            if !check { "not checked".into() } else if equal { "yes".into() } else { "NO".into() },
+            if !check {
+                "not checked".into()
+            } else if equal {
+                "yes".into()
+            } else {
+                "NO".into()
+            },
         ]);
         if args.ntt {
             let d = Domain::for_size(n).expect("domain");

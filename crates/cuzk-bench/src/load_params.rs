@@ -36,9 +36,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (rss_after, peak) = process_memory();
     let q = srs.query_lens();
     let mut t = table(&["", "value"]);
-    t.add_row(vec!["file".into(), format!("{} ({})", args.file.file_name().unwrap_or_default().to_string_lossy(), gib(file_bytes))]);
-    t.add_row(vec!["load".into(), format!("{secs:.2} s (subgroup check {})", if args.subgroup_check { "on" } else { "off" })]);
-    t.add_row(vec!["queries h / l / a / b_g1 / b_g2".into(), format!("{} / {} / {} / {} / {}", q.h, q.l, q.a, q.b_g1, q.b_g2)]);
+    t.add_row(vec![
+        "file".into(),
+        format!("{} ({})", args.file.file_name().unwrap_or_default().to_string_lossy(), gib(file_bytes)),
+    ]);
+    t.add_row(vec![
+        "load".into(),
+        format!("{secs:.2} s (subgroup check {})", if args.subgroup_check { "on" } else { "off" }),
+    ]);
+    t.add_row(vec![
+        "queries h / l / a / b_g1 / b_g2".into(),
+        format!("{} / {} / {} / {} / {}", q.h, q.l, q.a, q.b_g1, q.b_g2),
+    ]);
     t.add_row(vec!["decoded points".into(), gib(srs.resident_bytes())]);
     t.add_row(vec!["RSS before / after".into(), format!("{} / {}", gib(rss_before), gib(rss_after))]);
     t.add_row(vec!["peak RSS (VmHWM)".into(), gib(peak)]);

@@ -14,8 +14,8 @@ mod gpu_bench;
 mod gpu_msm;
 mod load_params;
 mod pce_bench;
-mod synthetic_params;
 mod report;
+mod synthetic_params;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -40,7 +40,12 @@ struct Cli {
 fn version() -> &'static str {
     static VERSION: OnceLock<String> = OnceLock::new();
     VERSION.get_or_init(|| {
-        format!("{} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("CUZK_GIT_COMMIT"), cuzk_core::backend::build_summary())
+        format!(
+            "{} (commit {}, {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("CUZK_GIT_COMMIT"),
+            cuzk_core::backend::build_summary()
+        )
     })
 }
 
@@ -89,17 +94,11 @@ enum Command {
     /// Print cuzk-daemon's Prometheus metrics.
     Metrics,
     /// Load a circuit's parameters in cuzk-daemon now (e.g. porep-32g, wpost-2k).
-    Preload {
-        circuit_id: String,
-    },
+    Preload { circuit_id: String },
     /// Drop a circuit's resident parameters from cuzk-daemon.
-    Evict {
-        circuit_id: String,
-    },
+    Evict { circuit_id: String },
     /// Cancel a queued or running job.
-    Cancel {
-        job_id: String,
-    },
+    Cancel { job_id: String },
     /// Make vanilla proofs from a real sealed sector, in the encodings Curio sends.
     #[command(subcommand)]
     GenVanilla(client::gen_vanilla::Command),

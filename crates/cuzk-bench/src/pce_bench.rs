@@ -81,7 +81,14 @@ fn witness_only(req: &cuzk_filecoin::ProofRequest, count: usize, reference: bool
             let (w, wall) = timed(|| g.circuit.witness_by_gadgets());
             let cpu = process_cpu() - cpu0;
             let (inputs, aux) = w?;
-            t.add_row(vec![g.index.to_string(), "gadgets, plain".into(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), aux.len()), bytes(32 * aux.len() as u64)]);
+            t.add_row(vec![
+                g.index.to_string(),
+                "gadgets, plain".into(),
+                secs(wall),
+                secs(cpu),
+                format!("{} / {}", inputs.len(), aux.len()),
+                bytes(32 * aux.len() as u64),
+            ]);
             Some((inputs, aux))
         } else {
             None
@@ -91,17 +98,34 @@ fn witness_only(req: &cuzk_filecoin::ProofRequest, count: usize, reference: bool
         let cpu = process_cpu() - cpu0;
         let (inputs, aux) = w?;
         if let Some((gadget_inputs, gadget_aux)) = reference {
-            anyhow::ensure!(inputs == gadget_inputs && aux == gadget_aux, "the native witness differs from the gadgets' one");
+            anyhow::ensure!(
+                inputs == gadget_inputs && aux == gadget_aux,
+                "the native witness differs from the gadgets' one"
+            );
         }
         let (n_in, n_aux) = (inputs.len(), aux.len());
         drop(inputs);
-        t.add_row(vec![p.index.to_string(), "native, plain".into(), secs(wall), secs(cpu), format!("{n_in} / {n_aux}"), bytes(32 * n_aux as u64)]);
+        t.add_row(vec![
+            p.index.to_string(),
+            "native, plain".into(),
+            secs(wall),
+            secs(cpu),
+            format!("{n_in} / {n_aux}"),
+            bytes(32 * n_aux as u64),
+        ]);
         let cpu0 = process_cpu();
         let (w, wall) = timed(|| q.circuit.witness_compact(n_in, n_aux));
         let cpu = process_cpu() - cpu0;
         let (inputs, compact) = w?;
         anyhow::ensure!((inputs.len(), compact.len()) == (n_in, n_aux), "compact witness has other lengths");
-        t.add_row(vec![q.index.to_string(), "native, compact".into(), secs(wall), secs(cpu), format!("{} / {}", inputs.len(), compact.len()), bytes(compact.heap_bytes())]);
+        t.add_row(vec![
+            q.index.to_string(),
+            "native, compact".into(),
+            secs(wall),
+            secs(cpu),
+            format!("{} / {}", inputs.len(), compact.len()),
+            bytes(compact.heap_bytes()),
+        ]);
         // Twice: the first expansion may be the first touch of fresh memory (expensive in a
         // VM); the second reuses memory the process had, as a running daemon does.
         for label in ["  expand", "  expand again"] {
@@ -112,8 +136,12 @@ fn witness_only(req: &cuzk_filecoin::ProofRequest, count: usize, reference: bool
             drop(expanded);
             t.add_row(vec![q.index.to_string(), label.into(), secs(wall), secs(cpu), String::new(), String::new()]);
         }
-        eprintln!("partition {}: {} of {n_aux} aux values stored in full ({:.2} %), the rest are 0 or 1",
-            q.index, compact.num_others(), 100.0 * compact.num_others() as f64 / n_aux as f64);
+        eprintln!(
+            "partition {}: {} of {n_aux} aux values stored in full ({:.2} %), the rest are 0 or 1",
+            q.index,
+            compact.num_others(),
+            100.0 * compact.num_others() as f64 / n_aux as f64
+        );
     }
     println!("{t}");
     println!("({} threads available)", std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -185,10 +213,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let manifest = crate::fixtures::run(dir)?;
     let tmp = std::env::temp_dir().join(format!("cuzk-pce-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
-    let mut sizes = table(&["circuit", "constraints", "nnz A / B / C", "resident", "A-aux dense", "B-input / B-aux dense", "extract", "cache save / load"]);
+    let mut sizes = table(&[
+        "circuit",
+        "constraints",
+        "nnz A / B / C",
+        "resident",
+        "A-aux dense",
+        "B-input / B-aux dense",
+        "extract",
+        "cache save / load",
+    ]);
     let mut speed = table(&["circuit", "plain synthesis", "PCE witness", "PCE mat-vec", "PCE total", "speed-up"]);
     for name in &args.kinds {
-        let kind: ProofKind = KINDS.into_iter().find(|k| k.name() == name).with_context(|| format!("unknown kind {name:?}"))?;
+        let kind: ProofKind =
+            KINDS.into_iter().find(|k| k.name() == name).with_context(|| format!("unknown kind {name:?}"))?;
         let req = request(dir, &manifest, kind)?;
         let (plain_job, pce_job) = (prepare(&req)?, prepare(&req)?);
         let circuit = plain_job.circuit_id;
@@ -235,6 +273,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     println!("{sizes}\n{speed}");
-    println!("(times summed over each proof's partitions; {} threads)", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "(times summed over each proof's partitions; {} threads)",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     Ok(())
 }

@@ -60,7 +60,9 @@ pub fn run(args: &Args) -> Result<()> {
     )
     .with_context(|| format!("writing {}", marker.display()))?;
     let create = |p: &PathBuf| {
-        std::fs::File::create(p).map(|f| BufWriter::with_capacity(8 << 20, f)).with_context(|| format!("creating {}", p.display()))
+        std::fs::File::create(p)
+            .map(|f| BufWriter::with_capacity(8 << 20, f))
+            .with_context(|| format!("creating {}", p.display()))
     };
     let (mut params, mut vk) = (create(&files.params)?, create(&files.vk)?);
     let write_start = Instant::now();

@@ -136,7 +136,11 @@ fn python_venv(scratch: &Path) -> PathBuf {
             &scratch.join("venv.log"),
             Duration::from_secs(300),
         );
-        assert!(status.success(), "`{system_python} -m venv {}` failed ({status}); is python3-venv installed?\n{log}", venv.display());
+        assert!(
+            status.success(),
+            "`{system_python} -m venv {}` failed ({status}); is python3-venv installed?\n{log}",
+            venv.display()
+        );
         let (status, log) = run_logged(
             "installing grpcio and grpcio-tools",
             Command::new(&python)
@@ -161,7 +165,10 @@ fn wait_for_socket(daemon: &mut Guard, socket: &Path, log: &Path) {
     loop {
         if let Some(status) = daemon.child().try_wait().unwrap() {
             daemon.0 = None;
-            panic!("cuzk-daemon exited during start-up ({status}):\n{}", std::fs::read_to_string(log).unwrap_or_default());
+            panic!(
+                "cuzk-daemon exited during start-up ({status}):\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
         }
         if std::os::unix::net::UnixStream::connect(socket).is_ok() {
             return;

@@ -11,8 +11,8 @@
 
 use std::sync::Arc;
 
-use cuzk_groth16::setup::{CpuFixedBase, FixedBaseMul};
 use cuzk_backend::{CpuBackend, ProverBackend};
+use cuzk_groth16::setup::{CpuFixedBase, FixedBaseMul};
 
 use crate::config::Config;
 use crate::error::EngineError;

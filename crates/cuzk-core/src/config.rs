@@ -289,7 +289,9 @@ impl Config {
         // systemd's StateDirectory= exports the directory it made (a ':'-separated list when
         // the unit names several; ours names one).
         if self.daemon.state_dir.as_os_str().is_empty() {
-            if let Some(dir) = env("STATE_DIRECTORY").and_then(|v| v.split(':').next().map(str::to_owned)).filter(|d| !d.is_empty()) {
+            if let Some(dir) =
+                env("STATE_DIRECTORY").and_then(|v| v.split(':').next().map(str::to_owned)).filter(|d| !d.is_empty())
+            {
                 self.daemon.state_dir = dir.into();
             }
         }
@@ -311,13 +313,18 @@ impl Config {
             return Err(ConfigError::Invalid("daemon.max_concurrent_decodes must be at least 1".into()));
         }
         if self.pipeline.max_queued_jobs == 0 || self.pipeline.max_queued_partitions == 0 {
-            return Err(ConfigError::Invalid("pipeline.max_queued_jobs and max_queued_partitions must be at least 1".into()));
+            return Err(ConfigError::Invalid(
+                "pipeline.max_queued_jobs and max_queued_partitions must be at least 1".into(),
+            ));
         }
         if self.gpus.workers_per_device == 0 {
             return Err(ConfigError::Invalid("gpus.workers_per_device must be at least 1".into()));
         }
         if !["cpu", "cuda", "auto"].contains(&self.gpus.backend.as_str()) {
-            return Err(ConfigError::Invalid(format!("gpus.backend must be cpu, cuda or auto, not {:?}", self.gpus.backend)));
+            return Err(ConfigError::Invalid(format!(
+                "gpus.backend must be cpu, cuda or auto, not {:?}",
+                self.gpus.backend
+            )));
         }
         for id in &self.srs.preload {
             cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.preload: {e}")))?;
@@ -336,7 +343,9 @@ impl Config {
         self.srs
             .generated
             .iter()
-            .map(|id| cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.generated: {e}"))))
+            .map(|id| {
+                cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.generated: {e}")))
+            })
             .collect()
     }
 
@@ -345,7 +354,9 @@ impl Config {
         self.srs
             .synthetic
             .iter()
-            .map(|id| cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.synthetic: {e}"))))
+            .map(|id| {
+                cuzk_filecoin::CircuitId::parse(id).map_err(|e| ConfigError::Invalid(format!("srs.synthetic: {e}")))
+            })
             .collect()
     }
 

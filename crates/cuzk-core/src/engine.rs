@@ -7,13 +7,13 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
 use cuzk_backend::{ProveTimings, ProverBackend, Urgency, WorkLabel};
+use cuzk_filecoin::{prepare, CircuitId, ProofRequest};
 
 use crate::config::Config;
 use crate::error::EngineError;
-use crate::pipeline::{self, ProvedPartition};
 use crate::pce_cache::PceCache;
+use crate::pipeline::{self, ProvedPartition};
 use crate::srs_cache::SrsCache;
 use crate::synthetic::Verification;
 
@@ -91,7 +91,11 @@ impl Engine {
                     }
                 }
             });
-            let label = WorkLabel { job_id: "in-process".into(), proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into(), urgency: Urgency::Normal };
+            let label = WorkLabel {
+                job_id: "in-process".into(),
+                proof_kind: req.kind.map(|k| k.name()).unwrap_or_default().into(),
+                urgency: Urgency::Normal,
+            };
             rx.iter().map(|s| pipeline::prove(&*self.backend, &srs, s?, &label)).collect()
         });
         let mut proved = proved?;

@@ -10,9 +10,9 @@
 //! their own request ids, never trip over each other's faults — including inside the
 //! parameter and PCE caches, which know nothing about jobs.
 
+use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use parking_lot::{Condvar, Mutex};
 
 /// The stages a worker runs for a job, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -20,8 +20,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
 use cuzk_backend::{HostMemory, WitnessForm};
+use cuzk_filecoin::{CircuitId, ProofKind, SectorSize};
 use parking_lot::{Condvar, Mutex};
 
 /// Bytes a prover adds for one partition of `constraints` constraints (aux ≈ constraints in
@@ -387,7 +387,9 @@ fn cgroup_room() -> Option<u64> {
     // cgroup v1: the line "N:<controllers>:/path" whose controllers include memory (hybrid
     // hosts keep the memory controller there; a limit there bounds us all the same).
     if let Some(path) = own.lines().find_map(v1_memory_path) {
-        rooms.extend(cgroup_v1_room_in(&std::path::Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'))));
+        rooms.extend(cgroup_v1_room_in(
+            &std::path::Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/')),
+        ));
     }
     rooms.into_iter().min()
 }

@@ -2,7 +2,9 @@
 //! proved), gauges are refreshed from the scheduler's real state when scraped — so a scrape
 //! never reports a number the scheduler does not hold.
 
-use prometheus::{Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
 
 pub struct Metrics {
     registry: Registry,

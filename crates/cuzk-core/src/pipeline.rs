@@ -81,8 +81,13 @@ pub fn synthesize(partition: Partition, pce: Option<&Arc<PreCompiled>>) -> Resul
                 .map_err(|m| synthesis_error(format!("circuit panicked: {m}")))?
                 .map_err(|e| synthesis_error(witness_error_message(e)))?;
             pc.check_witness_len(inputs.len(), aux.len()).map_err(|e| synthesis_error(e.to_string()))?;
-            tracing::debug!(partition = index, witness_ms = start.elapsed().as_millis() as u64,
-                stored_in_full = aux.num_others(), of = aux.len(), "PCE witness");
+            tracing::debug!(
+                partition = index,
+                witness_ms = start.elapsed().as_millis() as u64,
+                stored_in_full = aux.num_others(),
+                of = aux.len(),
+                "PCE witness"
+            );
             Witness::Compact { inputs, aux, matrices: pc.clone() }
         }
     };
@@ -107,14 +112,22 @@ fn witness_error_message<E: std::error::Error + 'static>(e: E) -> String {
 /// backend: a compact witness goes to a backend that expands it on its device as it is, or is
 /// expanded here (timed as `witness_expand`) and its a, b, c evaluated by the backend on its
 /// device, or here on the host (timed as `matvec`).
-pub fn prove(backend: &dyn ProverBackend, srs: &LoadedSrs, s: SynthesizedPartition, label: &WorkLabel) -> Result<ProvedPartition, EngineError> {
+pub fn prove(
+    backend: &dyn ProverBackend,
+    srs: &LoadedSrs,
+    s: SynthesizedPartition,
+    label: &WorkLabel,
+) -> Result<ProvedPartition, EngineError> {
     let SynthesizedPartition { index, witness, public_inputs, synthesis_time, .. } = s;
     let rs = Randomness::random(&mut rand::rngs::OsRng);
     let proved = catch_panic(|| -> Result<(Proof, ProveTimings), EngineError> {
         let started = Instant::now();
-        let (witness, change) =
-            witness.into_accepted(backend.accepts()).map_err(|e| EngineError::Internal(format!("partition {index}: {e}")))?;
-        let (proof, mut t) = backend.prove(&srs.srs, witness, rs, label).map_err(|source| EngineError::Prove { partition: index, source })?;
+        let (witness, change) = witness
+            .into_accepted(backend.accepts())
+            .map_err(|e| EngineError::Internal(format!("partition {index}: {e}")))?;
+        let (proof, mut t) = backend
+            .prove(&srs.srs, witness, rs, label)
+            .map_err(|source| EngineError::Prove { partition: index, source })?;
         t.witness_expand = change.witness_expand;
         t.matvec += change.matvec;
         t.total = started.elapsed();
@@ -139,7 +152,11 @@ pub struct Assembled {
 /// With synthetic parameters (`srs.synthetic`) nothing can verify: verification is skipped,
 /// loudly, and the result says so (`Verification::SkippedSynthetic`) — it is never reported
 /// as verified.
-pub fn verify_and_assemble(srs: &LoadedSrs, mut proved: Vec<ProvedPartition>, total: usize) -> Result<Assembled, EngineError> {
+pub fn verify_and_assemble(
+    srs: &LoadedSrs,
+    mut proved: Vec<ProvedPartition>,
+    total: usize,
+) -> Result<Assembled, EngineError> {
     proved.sort_by_key(|p| p.index);
     if proved.len() != total || proved.iter().enumerate().any(|(i, p)| p.index != i) {
         return Err(EngineError::Internal(format!("assembling {} of {total} partitions", proved.len())));

@@ -146,7 +146,9 @@ fn missing_and_corrupt_parameter_files_are_clear_errors() {
     assert!(e.to_string().contains(".params does not exist"), "{e}");
 
     // A truncated copy of the real file.
-    let files = cuzk_filecoin::params::param_files(&f.dir.join("params"), cuzk_filecoin::CircuitId::parse("wpost-2k").unwrap()).unwrap();
+    let files =
+        cuzk_filecoin::params::param_files(&f.dir.join("params"), cuzk_filecoin::CircuitId::parse("wpost-2k").unwrap())
+            .unwrap();
     let bytes = std::fs::read(&files.params).unwrap();
     let target = empty.path().join(files.params.file_name().unwrap());
     std::fs::write(&target, &bytes[..bytes.len() - 1000]).unwrap();

@@ -41,7 +41,12 @@ fn bad_requests() -> Vec<(&'static str, ProofRequest)> {
     let mut truncated = req(ProofKind::WinningPost);
     let half = truncated.vanilla_proofs[0].len() / 2;
     truncated.vanilla_proofs[0].truncate(half);
-    vec![("garbage C1", garbage), ("50x challenges", oversized_porep()), ("3 sectors", too_many_sectors), ("truncated", truncated)]
+    vec![
+        ("garbage C1", garbage),
+        ("50x challenges", oversized_porep()),
+        ("3 sectors", too_many_sectors),
+        ("truncated", truncated),
+    ]
 }
 
 #[test]

@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Urgency, Witness, WorkLabel};
 use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{ProofKind, ProofRequest};
-use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Urgency, Witness, WorkLabel};
 use cuzk_groth16::{Proof, ProveError, Randomness, Srs};
 use parking_lot::{Condvar, Mutex};
 
@@ -53,7 +53,13 @@ impl ProverBackend for GatedProver {
         "gated-cpu".into()
     }
 
-    fn prove(&self, srs: &Srs, a: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(
+        &self,
+        srs: &Srs,
+        a: Witness,
+        rs: Randomness,
+        label: &WorkLabel,
+    ) -> Result<(Proof, ProveTimings), ProveError> {
         if label.urgency < self.passes {
             self.held.fetch_add(1, Ordering::SeqCst);
             let mut open = self.open.lock();
@@ -113,7 +119,8 @@ fn deadline_proofs_pass_a_prover_stuck_in_porep_and_a_porep_backlog() {
 
     for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
         let job = s.submit(kind.name(), None, fixture_request(kind)).unwrap().job_id;
-        let r = wait(&s, &job, Duration::from_secs(300)).unwrap_or_else(|| panic!("{kind:?} waited for the PoRep work"));
+        let r =
+            wait(&s, &job, Duration::from_secs(300)).unwrap_or_else(|| panic!("{kind:?} waited for the PoRep work"));
         assert_verified(&r, kind);
     }
     assert!(
@@ -123,7 +130,10 @@ fn deadline_proofs_pass_a_prover_stuck_in_porep_and_a_porep_backlog() {
 
     backend.open();
     for job in &porep {
-        assert_verified(&wait(&s, job, Duration::from_secs(900)).expect("PoRep finishes once the gate opens"), ProofKind::PoRepSealCommit);
+        assert_verified(
+            &wait(&s, job, Duration::from_secs(900)).expect("PoRep finishes once the gate opens"),
+            ProofKind::PoRepSealCommit,
+        );
     }
     s.shutdown(Duration::from_secs(30));
 }
@@ -227,11 +237,14 @@ fn deadline_proofs_pass_a_hung_parameter_load_and_100_queued_porep_jobs() {
     while faults::is_armed(Stage::SrsLoad, loading) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    porep.extend((0..100).map(|i| s.submit(&format!("porep-backlog-{i}"), None, fixture_request(ProofKind::PoRepSealCommit)).unwrap().job_id));
+    porep.extend((0..100).map(|i| {
+        s.submit(&format!("porep-backlog-{i}"), None, fixture_request(ProofKind::PoRepSealCommit)).unwrap().job_id
+    }));
 
     for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
         let job = s.submit(kind.name(), None, fixture_request(kind)).unwrap().job_id;
-        let r = wait(&s, &job, Duration::from_secs(300)).unwrap_or_else(|| panic!("{kind:?} waited behind the PoRep load or backlog"));
+        let r = wait(&s, &job, Duration::from_secs(300))
+            .unwrap_or_else(|| panic!("{kind:?} waited behind the PoRep load or backlog"));
         assert_verified(&r, kind);
     }
     assert!(porep.iter().all(|j| s.job(j).unwrap().phase() != Phase::Completed), "no PoRep job could have run");

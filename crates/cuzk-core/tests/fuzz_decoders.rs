@@ -67,7 +67,10 @@ fn fuzz_request(kind: ProofKind, seed: u64, rounds: usize, field: fn(&mut ProofR
         *payload = mutate(&mut rng, payload);
         match catch_unwind(AssertUnwindSafe(|| prepare(&req))) {
             Ok(Ok(prepared)) => {
-                let witnessed = prepared.partitions.into_iter().all(|p| matches!(catch_unwind(AssertUnwindSafe(|| p.circuit.witness())), Ok(Ok(_))));
+                let witnessed = prepared
+                    .partitions
+                    .into_iter()
+                    .all(|p| matches!(catch_unwind(AssertUnwindSafe(|| p.circuit.witness())), Ok(Ok(_))));
                 if !witnessed {
                     refused += 1;
                 }

@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine};
+use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Witness, WorkLabel};
 use cuzk_core::scheduler::{AwaitOutcome, Phase, Scheduler};
 use cuzk_core::srs_cache::EvictOutcome;
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
 use cuzk_groth16::srs_sink::{G1Query, QueryTaker};
-use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Witness, WorkLabel};
 use cuzk_groth16::{CpuProver, Proof, ProveError, QueryLens, Randomness, Srs};
 use parking_lot::Mutex;
 
@@ -77,7 +77,13 @@ impl ProverBackend for StashingBackend {
         }
     }
 
-    fn prove(&self, srs: &Srs, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(
+        &self,
+        srs: &Srs,
+        witness: Witness,
+        rs: Randomness,
+        label: &WorkLabel,
+    ) -> Result<(Proof, ProveTimings), ProveError> {
         assert!(srs.points_released(), "the engine proves with the released Srs");
         let w = witness.into_assignment().expect("an assignment (the CPU backend's form)");
         // The host prover refuses released parameters, with a clear error.
@@ -85,7 +91,19 @@ impl ProverBackend for StashingBackend {
         assert!(refused.to_string().contains("released"), "{refused}");
         let points = self.stash.lock().get(&srs.id).cloned().expect("adopted before any job had it");
         let (h, l, a, b_g1, b_g2) = (*points).clone();
-        let full = Srs { vk: srs.vk.clone(), h, l, a, b_g1, b_g2, path: srs.path.clone(), synthetic: srs.synthetic, insecure: srs.insecure, id: srs.id, released: None };
+        let full = Srs {
+            vk: srs.vk.clone(),
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+            path: srs.path.clone(),
+            synthetic: srs.synthetic,
+            insecure: srs.insecure,
+            id: srs.id,
+            released: None,
+        };
         assert_eq!(full.query_lens(), srs.query_lens(), "the released Srs keeps its lengths");
         CpuBackend.prove(&full, Witness::Assignment(w), rs, label)
     }
@@ -173,7 +191,8 @@ fn a_preload_hands_the_circuits_matrices_to_the_backend() {
     s.preload("winning-2k").unwrap();
     let circuit = cuzk_filecoin::CircuitId::parse("winning-2k").unwrap();
     // The same matrices, read back from the cache file the preload wrote.
-    let (pc, _) = cuzk_core::pce_cache::PceCache::new(work.path().join("pce"), f.dir.join("params")).get(circuit).unwrap();
+    let (pc, _) =
+        cuzk_core::pce_cache::PceCache::new(work.path().join("pce"), f.dir.join("params")).get(circuit).unwrap();
     assert_eq!(*backend.matrices.lock(), vec![(pc.num_inputs, pc.num_aux)], "one hand-over, of winning-2k's matrices");
     // The matrices before the parameters: a GPU judges the parameters' room with its matrices
     // already there (otherwise two big circuits can fill a device and leave no room to prove).
@@ -200,7 +219,11 @@ fn a_backend_takes_a_generated_setup_while_it_is_made_and_the_host_keeps_none() 
     assert_eq!(*backend.adopted.lock(), 1);
     let stash = backend.stash.lock();
     let (h, l, a, b_g1, b_g2) = &**stash.values().next().expect("taken");
-    assert_eq!(QueryLens { h: h.len(), l: l.len(), a: a.len(), b_g1: b_g1.len(), b_g2: b_g2.len() }, offered[0], "every point of the offered lengths");
+    assert_eq!(
+        QueryLens { h: h.len(), l: l.len(), a: a.len(), b_g1: b_g1.len(), b_g2: b_g2.len() },
+        offered[0],
+        "every point of the offered lengths"
+    );
     let circuit = cuzk_filecoin::CircuitId::parse("winning-2k").unwrap();
     let entry = s.srs().resident().into_iter().find(|r| r.circuit == circuit).expect("winning-2k resident");
     assert!(entry.bytes < 1 << 16, "host bytes counted for a key the backend took while it was made: {}", entry.bytes);

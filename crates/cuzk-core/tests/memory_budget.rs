@@ -43,10 +43,11 @@ fn a_budget_for_one_circuit_at_a_time_proves_a_mix_and_never_exceeds_its_limit()
     // each circuit, and makes the SnapDeals load evict PoRep's parameters.
     let budget = porep + snap / 2 + (2100 << 20);
     let s = scheduler(budget);
-    let jobs: Vec<(ProofKind, String)> = [ProofKind::PoRepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WinningPost]
-        .into_iter()
-        .map(|kind| (kind, s.submit("", None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap().job_id))
-        .collect();
+    let jobs: Vec<(ProofKind, String)> =
+        [ProofKind::PoRepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WinningPost]
+            .into_iter()
+            .map(|kind| (kind, s.submit("", None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap().job_id))
+            .collect();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     for (kind, job) in &jobs {
         let r = match rt.block_on(s.await_job(job, Some(Duration::from_secs(900)))).unwrap() {
@@ -60,9 +61,17 @@ fn a_budget_for_one_circuit_at_a_time_proves_a_mix_and_never_exceeds_its_limit()
     assert!(st.memory_peak <= budget, "peak {} > limit {budget}", st.memory_peak);
     assert!(st.memory_peak > porep, "the PoRep parameters were counted (peak {})", st.memory_peak);
     let resident: Vec<String> = st.resident_srs.iter().map(|r| r.circuit.to_string()).collect();
-    assert!(!resident.contains(&"porep-2k".to_string()), "PoRep's parameters were evicted for SnapDeals': {resident:?}");
+    assert!(
+        !resident.contains(&"porep-2k".to_string()),
+        "PoRep's parameters were evicted for SnapDeals': {resident:?}"
+    );
     assert!(resident.contains(&"snap-2k".to_string()), "{resident:?}");
-    assert!(st.memory_resident > 0 && st.memory_resident <= st.memory_used, "{} of {}", st.memory_resident, st.memory_used);
+    assert!(
+        st.memory_resident > 0 && st.memory_resident <= st.memory_used,
+        "{} of {}",
+        st.memory_resident,
+        st.memory_used
+    );
     s.shutdown(Duration::from_secs(10));
 }
 
@@ -141,7 +150,11 @@ fn every_lane_prover_has_headroom_in_the_budget() {
     s.shutdown(Duration::from_secs(5));
     let s = with_budget(exact - 1);
     assert!(!s.memory().fits(circuit, 0), "{e:?} cannot fit {} bytes beside three provers", exact - 1);
-    let refused = s.submit("", None, request(&common::fixture().dir, &common::fixture().manifest, ProofKind::WindowPostPartition).unwrap());
+    let refused = s.submit(
+        "",
+        None,
+        request(&common::fixture().dir, &common::fixture().manifest, ProofKind::WindowPostPartition).unwrap(),
+    );
     let message = refused.err().expect("a partition that can never be admitted is refused at submit").to_string();
     assert!(message.contains("3 provers"), "{message}");
     s.shutdown(Duration::from_secs(5));

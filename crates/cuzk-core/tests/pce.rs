@@ -14,7 +14,9 @@ fn pce_matches_plain_synthesis_for_every_circuit_type() {
     let f = common::fixture();
     let dir = tempfile::tempdir().unwrap();
     let cache = PceCache::new(dir.path().into(), f.dir.join("params"));
-    for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition, ProofKind::SnapDealsUpdate, ProofKind::PoRepSealCommit] {
+    for kind in
+        [ProofKind::WinningPost, ProofKind::WindowPostPartition, ProofKind::SnapDealsUpdate, ProofKind::PoRepSealCommit]
+    {
         let req = request(&f.dir, &f.manifest, kind).unwrap();
         let (plain_job, pce_job) = (prepare(&req).unwrap(), prepare(&req).unwrap());
         let (pc, source) = cache.get(plain_job.circuit_id).unwrap();

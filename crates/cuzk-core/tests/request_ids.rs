@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Witness, WorkLabel};
 use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Priority, Scheduler, SubmitError, SubmitOutcome};
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::{ProofKind, ProofRequest};
-use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Witness, WorkLabel};
 use cuzk_groth16::{Proof, ProveError, Randomness, Srs};
 
 /// Curio's WindowPoSt request id: the partition index in it is always 0.
@@ -135,7 +135,10 @@ fn different_inputs_under_one_id_each_get_their_own_proof() {
     let again = submit(&s, WDPOST_ID, fixture_request(ProofKind::WinningPost));
     assert!(again.existing && again.job_id == winning.job_id);
     let retry_p0 = submit(&s, WDPOST_ID, window());
-    assert!(retry_p0.existing && retry_p0.job_id == jobs[0], "partition 0 retried after partition 1: its job, not a new one");
+    assert!(
+        retry_p0.existing && retry_p0.job_id == jobs[0],
+        "partition 0 retried after partition 1: its job, not a new one"
+    );
     let retry_p1 = submit(&s, WDPOST_ID, ProofRequest { partition_index: 1, ..window() });
     assert!(retry_p1.existing && retry_p1.job_id == jobs[1]);
     s.shutdown(Duration::from_secs(10));

@@ -29,7 +29,8 @@ fn wait(s: &Scheduler, job: &str) -> cuzk_core::scheduler::JobResult {
 fn priorities_cancel_timeouts_and_request_ids() {
     let f = common::fixture();
     let s = scheduler(0);
-    let porep = |id: &str| s.submit(id, None, request(&f.dir, &f.manifest, ProofKind::PoRepSealCommit).unwrap()).unwrap();
+    let porep =
+        |id: &str| s.submit(id, None, request(&f.dir, &f.manifest, ProofKind::PoRepSealCommit).unwrap()).unwrap();
 
     // Two PoRep jobs, then a WinningPoSt (CRITICAL by default) and a low-priority WindowPoSt.
     let a = porep("porep-a");

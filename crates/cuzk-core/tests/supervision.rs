@@ -65,7 +65,9 @@ fn panic_at(stage: Stage, kind: ProofKind) {
     assert!(r.proof.is_empty());
 
     // The workers survived, and the caches the panic may have unwound through are usable.
-    let good = s.submit(&format!("supervision-after-{stage:?}-{kind:?}"), PRIORITY, request(&f.dir, &f.manifest, kind).unwrap()).unwrap();
+    let good = s
+        .submit(&format!("supervision-after-{stage:?}-{kind:?}"), PRIORITY, request(&f.dir, &f.manifest, kind).unwrap())
+        .unwrap();
     let r = wait(&s, &good.job_id).unwrap_or_else(|| panic!("after a panic in {stage}, the next job never finished"));
     assert_eq!(r.phase, Phase::Completed, "after a panic in {stage}: {:?}", r.error);
     assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &r.proof).unwrap());
@@ -125,7 +127,9 @@ fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
     assert!(message.contains("no progress for 5 s in prove"), "{message}");
 
     faults::release(Stage::Prove, rid);
-    let good = s.submit("supervision-after-stall", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let good = s
+        .submit("supervision-after-stall", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap())
+        .unwrap();
     let r = wait(&s, &good.job_id).expect("after a stall, the next job never finished");
     assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
     assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
@@ -204,7 +208,11 @@ fn a_stall_in_the_prove_stage_takes_the_device_out_of_service() {
     let r = wait(&s, &stuck.job_id).expect("a job whose prover hangs must still end");
     assert_eq!(r.phase, Phase::Failed);
     assert!(r.error.unwrap_or_default().contains("no progress for 2 s in prove"));
-    assert_eq!(*backend.stalled_jobs.lock(), vec![stuck.job_id.clone()], "the backend was told which job's device hangs");
+    assert_eq!(
+        *backend.stalled_jobs.lock(),
+        vec![stuck.job_id.clone()],
+        "the backend was told which job's device hangs"
+    );
     assert!(!s.backend_usable(), "the only device is out of service: the daemon exits on this");
     faults::release(Stage::Prove, rid);
     s.shutdown(Duration::from_secs(10));
@@ -230,7 +238,9 @@ fn a_parameter_load_waiting_for_memory_is_not_a_stall() {
     // which its end will release): the load finds no room and nothing idle to evict, so it waits.
     let budget = s.memory();
     let in_flight = budget.reserve_proving(budget.limit() - budget.used());
-    let job = s.submit("supervision-waits-for-memory", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let job = s
+        .submit("supervision-waits-for-memory", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap())
+        .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let early = rt.block_on(s.await_job(&job.job_id, Some(Duration::from_secs(20)))).unwrap();
     if let AwaitOutcome::Done(r) = early {

@@ -62,7 +62,10 @@ fn synthetic_porep_c1_proves_with_synthetic_parameters_and_no_files() {
     assert_eq!(out.verification, Verification::SkippedSynthetic);
     assert_eq!(out.partitions, c1.shape.partitions);
     assert_eq!(out.proof.len(), 192 * c1.shape.partitions);
-    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| e.unwrap().file_name() == "pce"), "only the PCE cache is written");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().all(|e| e.unwrap().file_name() == "pce"),
+        "only the PCE cache is written"
+    );
 }
 
 #[test]

@@ -82,7 +82,12 @@ pub fn check_device(cc: (i32, i32), sass: &str, ptx: &str) -> Result<(), String>
          rebuild with CUZK_CUDA_ARCHS including {}{}",
         cc.0,
         cc.1,
-        sass.split(',').map(str::trim).filter(|t| !t.is_empty()).map(|t| format!("sm_{t}")).collect::<Vec<_>>().join(", "),
+        sass.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("sm_{t}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         cc.0,
         cc.1
     ))

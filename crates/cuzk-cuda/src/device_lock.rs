@@ -277,7 +277,10 @@ mod tests {
         for t in [winning, window1, window2, porep] {
             t.join().unwrap();
         }
-        assert_eq!(*order.lock(), ["window 1", "winning", "window 1 resumes", "window 1 done", "window 2", "porep resumes"]);
+        assert_eq!(
+            *order.lock(),
+            ["window 1", "winning", "window 1 resumes", "window 1 done", "window 2", "porep resumes"]
+        );
         assert_eq!(state_of(&lock), (false, 0, 0));
     }
 
@@ -317,7 +320,10 @@ mod tests {
         for t in [small, big, normal] {
             t.join().unwrap();
         }
-        assert_eq!(*order.lock(), ["holder goes on", "small urgent", "holder resumes", "holder done", "big urgent", "normal waiter"]);
+        assert_eq!(
+            *order.lock(),
+            ["holder goes on", "small urgent", "holder resumes", "holder done", "big urgent", "normal waiter"]
+        );
         assert_eq!(state_of(&lock), (false, 0, 0));
     }
 

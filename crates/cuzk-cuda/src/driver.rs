@@ -82,7 +82,9 @@ pub fn check(driver: i32, runtime: i32) -> Result<Option<String>, String> {
         None => format!("an NVIDIA driver for CUDA {}.x", rt.major),
     };
     if driver <= 0 {
-        return Err(format!("no NVIDIA driver is installed (libcuda.so.1 not found); this build's CUDA {rt} runtime needs {need}"));
+        return Err(format!(
+            "no NVIDIA driver is installed (libcuda.so.1 not found); this build's CUDA {rt} runtime needs {need}"
+        ));
     }
     let drv = CudaVersion::from_api(driver);
     if drv.major < rt.major {

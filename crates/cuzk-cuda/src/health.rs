@@ -119,7 +119,10 @@ mod tests {
 
     #[test]
     fn sticky_errors_are_told_from_the_others_and_a_lost_device_stays_lost() {
-        assert!(is_sticky(-700) && is_sticky(-719) && is_sticky(-214) && is_sticky(-710), "cudaErrorAssert (710) is sticky too");
+        assert!(
+            is_sticky(-700) && is_sticky(-719) && is_sticky(-214) && is_sticky(-710),
+            "cudaErrorAssert (710) is sticky too"
+        );
         // Out of memory (cudaErrorMemoryAllocation = 2), invalid value (1), the glue's own
         // codes and success are not.
         for code in [-2, -1, -100001, -100002, -100003, 0, 700] {

@@ -60,8 +60,8 @@ mod imp {
     mod ffi;
     pub mod msm;
     pub mod ntt;
-    pub mod pce;
     mod on_device;
+    pub mod pce;
     mod phases;
     pub mod prover;
     mod resident;
@@ -73,4 +73,7 @@ mod imp {
 #[cfg(feature = "cuda")]
 pub use imp::*;
 #[cfg(feature = "cuda")]
-pub use imp::{error::CudaError, prover::{CudaOptions, CudaProver}};
+pub use imp::{
+    error::CudaError,
+    prover::{CudaOptions, CudaProver},
+};

@@ -129,7 +129,8 @@ pub fn msm_temporaries(n: u64, g2: bool) -> u64 {
     if n < WIDE_MIN_POINTS {
         return 0;
     }
-    let (windows, buckets_per_window, bucket) = if g2 { (13, 1u64 << 19, 2 * G2_AFFINE) } else { (12, 1u64 << 21, 2 * G1_AFFINE) };
+    let (windows, buckets_per_window, bucket) =
+        if g2 { (13, 1u64 << 19, 2 * G2_AFFINE) } else { (12, 1u64 << 21, 2 * G1_AFFINE) };
     n * (4 * windows + 16) + windows * buckets_per_window * bucket
 }
 
@@ -140,7 +141,8 @@ pub fn engine_bytes(n: usize, g2: bool) -> u64 {
         return 0;
     }
     let n = n as u64;
-    let wbits: u32 = if n > 192 { ((64 - (n + n / 2).leading_zeros() - 1).saturating_sub(8)).clamp(10, 18) } else { 10 };
+    let wbits: u32 =
+        if n > 192 { ((64 - (n + n / 2).leading_zeros() - 1).saturating_sub(8)).clamp(10, 18) } else { 10 };
     let nwins = (254 / wbits + 1) as u64;
     let row = 1u64 << (wbits - 1);
     // msm_t's bucket type is xyzz: four coordinates.
@@ -228,10 +230,12 @@ pub fn choose(q: &QueryLens, inputs: usize, with_b_g2: bool, room: Room) -> Opti
         let peak = proof_peak_bytes(q, inputs, s).max(room.others_peak);
         resident_bytes(q, with_b_g2, s) + peak < room.usable()
     };
-    let candidates = Query::ALL.iter().filter(|&&x| (with_b_g2 || x != Query::BG2) && x.len(q) > 0).copied().collect::<Vec<_>>();
+    let candidates =
+        Query::ALL.iter().filter(|&&x| (with_b_g2 || x != Query::BG2) && x.len(q) > 0).copied().collect::<Vec<_>>();
     let mut best: Option<(u64, Staged)> = None;
     for mask in 0u32..(1 << candidates.len()) {
-        let set: Vec<Query> = candidates.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, &x)| x).collect();
+        let set: Vec<Query> =
+            candidates.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, &x)| x).collect();
         let s = Staged::of(&set);
         if !fits(s) {
             continue;
@@ -254,11 +258,29 @@ mod tests {
     /// PoRep 130,169,893 aux with 129,753,292 A-dense and 33,112,281 B-dense; WindowPoSt
     /// 2349 sectors 126,902,376 aux, 96,179,805 and 91,925,766, 25,840 inputs).
     fn porep_32g() -> (QueryLens, usize) {
-        (QueryLens { h: (1 << 27) - 1, l: 130_169_893, a: 328 + 129_753_292, b_g1: 1 + 33_112_281, b_g2: 1 + 33_112_281 }, 328)
+        (
+            QueryLens {
+                h: (1 << 27) - 1,
+                l: 130_169_893,
+                a: 328 + 129_753_292,
+                b_g1: 1 + 33_112_281,
+                b_g2: 1 + 33_112_281,
+            },
+            328,
+        )
     }
 
     fn wpost_32g() -> (QueryLens, usize) {
-        (QueryLens { h: (1 << 27) - 1, l: 126_902_376, a: 25_840 + 96_179_805, b_g1: 1 + 91_925_766, b_g2: 1 + 91_925_766 }, 25_840)
+        (
+            QueryLens {
+                h: (1 << 27) - 1,
+                l: 126_902_376,
+                a: 25_840 + 96_179_805,
+                b_g1: 1 + 91_925_766,
+                b_g2: 1 + 91_925_766,
+            },
+            25_840,
+        )
     }
 
     /// The H200 of the operator's host as measured: 139.8 GiB, ~0.6 GiB taken by the CUDA
@@ -286,11 +308,13 @@ mod tests {
         let (porep, porep_in) = porep_32g();
         let (wpost, wpost_in) = wpost_32g();
         let mut used = CONTEXT + POREP_MATRICES;
-        let first = choose(&porep, porep_in, true, Room { free: H200 - used, total: H200, others_peak: 0 }).expect("PoRep fits alone");
+        let first = choose(&porep, porep_in, true, Room { free: H200 - used, total: H200, others_peak: 0 })
+            .expect("PoRep fits alone");
         assert_eq!(first, Staged::NONE, "PoRep alone is resident whole");
         used += resident_bytes(&porep, true, first) + WPOST_MATRICES;
         let porep_peak = proof_peak_bytes(&porep, porep_in, first);
-        let second = choose(&wpost, wpost_in, true, Room { free: H200 - used, total: H200, others_peak: porep_peak }).expect("WindowPoSt fits staged");
+        let second = choose(&wpost, wpost_in, true, Room { free: H200 - used, total: H200, others_peak: porep_peak })
+            .expect("WindowPoSt fits staged");
         // One query goes to host memory, no more than B in G2's 16.4 GiB (the largest): by
         // these figures L (11.3 GiB), the cheapest that fits.
         assert_eq!(second, Staged::of(&[Query::L]), "{}", second.describe());
@@ -302,7 +326,10 @@ mod tests {
         // And a third, small circuit (WinningPoSt) still finds room.
         let winning = QueryLens { h: (1 << 19) - 1, l: 370_000, a: 370_000, b_g1: 100_000, b_g2: 100_000 };
         let peaks = porep_peak.max(proof_peak_bytes(&wpost, wpost_in, second));
-        assert_eq!(choose(&winning, 1, true, Room { free: H200 - used, total: H200, others_peak: peaks }), Some(Staged::NONE));
+        assert_eq!(
+            choose(&winning, 1, true, Room { free: H200 - used, total: H200, others_peak: peaks }),
+            Some(Staged::NONE)
+        );
     }
 
     #[test]
@@ -324,7 +351,12 @@ mod tests {
         for mask in 0u8..32 {
             let other = Staged(mask);
             if fits(other) {
-                assert!(other.host_bytes(&porep) >= s.host_bytes(&porep), "{} is cheaper than {}", other.describe(), s.describe());
+                assert!(
+                    other.host_bytes(&porep) >= s.host_bytes(&porep),
+                    "{} is cheaper than {}",
+                    other.describe(),
+                    s.describe()
+                );
             }
         }
         // A device of 8 GiB holds not even the staged chunks of a 32 GiB proof.
@@ -342,10 +374,14 @@ mod tests {
         // temporaries, well below the whole query.
         assert!(run < 11 * GIB && run > 8 * GIB, "{:.2} GiB", run as f64 / GIB as f64);
         assert!(proof_peak_bytes(&wpost, inputs, b) <= proof_peak_bytes(&wpost, inputs, Staged::NONE) + GIB);
-        assert_eq!(resident_bytes(&wpost, true, Staged::NONE) - resident_bytes(&wpost, true, b), Query::BG2.bytes(&wpost));
+        assert_eq!(
+            resident_bytes(&wpost, true, Staged::NONE) - resident_bytes(&wpost, true, b),
+            Query::BG2.bytes(&wpost)
+        );
         assert_eq!(b.describe(), "B_G2");
         assert_eq!(Staged::NONE.describe(), "none");
         // B in G2 on the CPU: its query is neither resident nor staged on the device.
-        assert!(choose(&wpost, inputs, false, Room { free: 200 * GIB, total: 200 * GIB, others_peak: 0 }).is_some_and(|s| !s.contains(Query::BG2)));
+        assert!(choose(&wpost, inputs, false, Room { free: 200 * GIB, total: 200 * GIB, others_peak: 0 })
+            .is_some_and(|s| !s.contains(Query::BG2)));
     }
 }

@@ -88,7 +88,12 @@ impl SubgroupConstants {
 
     /// The device's G2 test on the CPU.
     pub fn g2_passes(&self, p: &G2Affine) -> bool {
-        let fp2 = |l: &[u64; 12]| Fp2::new(Fp::from_raw_unchecked(l[..6].try_into().unwrap()), Fp::from_raw_unchecked(l[6..].try_into().unwrap()));
+        let fp2 = |l: &[u64; 12]| {
+            Fp2::new(
+                Fp::from_raw_unchecked(l[..6].try_into().unwrap()),
+                Fp::from_raw_unchecked(l[6..].try_into().unwrap()),
+            )
+        };
         g2_in_subgroup(p, fp2(&self.psi_x), fp2(&self.psi_y))
     }
 }
@@ -201,8 +206,8 @@ pub fn g2_off_subgroup(mut rng: impl rand_core::RngCore) -> G2Affine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_chacha::rand_core::SeedableRng;
     use group::Curve;
+    use rand_chacha::rand_core::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     fn g1_in(mut rng: impl rand_core::RngCore) -> G1Affine {
@@ -240,7 +245,10 @@ mod tests {
         let other = SubgroupConstants { beta: limbs(beta.square()), ..c };
         assert!(!other.g1_passes(&G1Affine::generator()));
         // −c2 maps P to −ψ(P), so the sum is [2|x|]P.
-        let c2 = Fp2::new(Fp::from_raw_unchecked(c.psi_y[..6].try_into().unwrap()), Fp::from_raw_unchecked(c.psi_y[6..].try_into().unwrap()));
+        let c2 = Fp2::new(
+            Fp::from_raw_unchecked(c.psi_y[..6].try_into().unwrap()),
+            Fp::from_raw_unchecked(c.psi_y[6..].try_into().unwrap()),
+        );
         assert!(!SubgroupConstants { psi_y: limbs2(-c2), ..c }.g2_passes(&G2Affine::generator()));
         assert_eq!((c.g1_bits, c.g2_bits), (128, 64));
     }

@@ -6,6 +6,7 @@
 
 use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use cuzk_backend::{ProverBackend, Witness};
 use cuzk_cuda::buffer::DeviceBuffer;
 use cuzk_cuda::msm::{MsmG1, MsmG2, MsmPath, Scalars, MIN_GPU_MSM};
 use cuzk_cuda::ntt::{self, Direction, Kind, Order};
@@ -14,7 +15,6 @@ use cuzk_cuda::{B2Placement, CudaOptions, CudaProver, Residency};
 use cuzk_groth16::msm::{dense_scalars, msm_g1, msm_g2};
 use cuzk_groth16::ntt::Domain;
 use cuzk_groth16::prover::quotient_coefficients;
-use cuzk_backend::{ProverBackend, Witness};
 use cuzk_groth16::{PreparedVerifyingKey, Proof, ProvingAssignment, Randomness, Srs, SubgroupCheck};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -31,7 +31,10 @@ const DEV: usize = 0;
 
 fn rng(seed: u64) -> ChaCha8Rng {
     // Every test starts here: route the prover's debug log to the test output (RUST_LOG).
-    let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     ChaCha8Rng::seed_from_u64(seed)
 }
 
@@ -56,7 +59,11 @@ fn devices_are_listed_and_bad_indices_are_errors() {
 #[test]
 fn the_driver_runs_the_runtime_this_build_links() {
     let v = cuzk_cuda::device::driver().expect("driver check");
-    assert_eq!(v.runtime.to_string(), cuzk_cuda::driver::RUNTIME, "linked runtime vs the toolkit that compiled the glue");
+    assert_eq!(
+        v.runtime.to_string(),
+        cuzk_cuda::driver::RUNTIME,
+        "linked runtime vs the toolkit that compiled the glue"
+    );
     assert!(v.driver.major >= v.runtime.major, "{v:?}");
     eprintln!("CUDA runtime {}, driver supports CUDA {}", v.runtime, v.driver);
 }
@@ -238,7 +245,8 @@ fn witness_msms_split_on_the_device_equal_the_cpu_msm() {
             let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
             let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
             for len in [n, n - 1] {
-                let (got, _, dense) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len }).unwrap();
+                let (got, _, dense) =
+                    m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len }).unwrap();
                 let want = if len == n { want } else { msm_g1(&pts[..len], &sc[..len]) };
                 assert_eq!(got, want, "G1 witness MSM n={n} len={len} ones={ones}% zeros={zeros}%");
                 let really_dense = sc[..len].iter().filter(|s| !bool::from(s.is_zero()) && **s != Fr::ONE).count();
@@ -287,7 +295,12 @@ where
             scope.spawn(move || {
                 for (o, start) in part.chunks_mut(CHUNK).zip(starts) {
                     let mut acc = *start;
-                    let proj: Vec<P> = (0..o.len()).map(|_| { acc += step; acc }).collect();
+                    let proj: Vec<P> = (0..o.len())
+                        .map(|_| {
+                            acc += step;
+                            acc
+                        })
+                        .collect();
                     P::batch_normalize(&proj, o);
                 }
             });
@@ -321,7 +334,8 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
         let dense = Scalars::Device { buffer: &buf, offset, len };
         let (got, _, _) = m.run_path_on_device(dense, MsmPath::Dense).unwrap();
         assert_eq!(got, want, "dense MSM offset={offset} len={len}");
-        let (plain, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset, len }, MsmPath::Sppark).unwrap();
+        let (plain, _, _) =
+            m.run_path_on_device(Scalars::Device { buffer: &buf, offset, len }, MsmPath::Sppark).unwrap();
         assert_eq!(plain, want, "sppark MSM offset={offset} len={len}");
         // As a witness it is far too dense to split: the whole vector goes through a Pippenger
         // (the wide one in G1).
@@ -332,7 +346,8 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     for v in [Fr::ZERO, Fr::ONE] {
         let same = vec![v; n];
         let (b, _) = DeviceBuffer::upload(DEV, &same).unwrap();
-        let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense).unwrap();
+        let (got, _, _) =
+            m.run_path_on_device(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense).unwrap();
         assert_eq!(got, msm_g1(&pts, &same), "dense MSM of {n} equal scalars");
     }
 }
@@ -357,11 +372,15 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
         let mut pause = || {
             pauses += 1;
             let (lent, _, _) = m
-                .run_path_on_device(Scalars::Device { buffer: &buf, offset: n - lent_len, len: lent_len }, MsmPath::Dense)
+                .run_path_on_device(
+                    Scalars::Device { buffer: &buf, offset: n - lent_len, len: lent_len },
+                    MsmPath::Dense,
+                )
                 .unwrap();
             assert_eq!(lent, lent_want, "the MSM run in a pause");
         };
-        let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &buf, offset: 0, len }, MsmPath::Dense, &mut pause).unwrap();
+        let (got, _, _) =
+            m.run_pausing(Scalars::Device { buffer: &buf, offset: 0, len }, MsmPath::Dense, &mut pause).unwrap();
         assert_eq!(got, want, "paused dense MSM len={len}");
         assert_eq!(pauses, pauses_expected, "pauses in a dense MSM of {len}");
     }
@@ -369,7 +388,8 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     // a bucket launch and is summed by batch addition.
     let big = vec![Fr::from(2u64).pow_vartime([80]); n];
     let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
-    let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
+    let (got, _, _) =
+        m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
     assert_eq!(got, msm_g1(&pts, &big), "paused dense MSM of 2^80 everywhere");
 }
 
@@ -425,7 +445,8 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     // that had not finished after 95 s.)
     let big = vec![Fr::from(2u64).pow_vartime([40]); n];
     let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
-    let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
+    let (got, _, _) =
+        m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
     assert_eq!(got, msm_g2(&pts, &big), "paused dense G2 MSM of 2^40 everywhere");
 }
 
@@ -453,7 +474,13 @@ fn a_chunked_msm_pauses_between_chunks_and_still_equals_the_cpu_msm() {
             let want2 = msm_g2(&pts2[..len], &sc[..len]);
             let want1 = msm_g1(&pts1[..len], &sc[..len]);
             for on_device in [false, true] {
-                let scalars = || if on_device { Scalars::Device { buffer: &buf, offset: 0, len } } else { Scalars::Host(&sc[..len]) };
+                let scalars = || {
+                    if on_device {
+                        Scalars::Device { buffer: &buf, offset: 0, len }
+                    } else {
+                        Scalars::Host(&sc[..len])
+                    }
+                };
                 let what = format!("len={len} resident={resident} device scalars={on_device}");
                 let mut pauses = 0;
                 let mut pause = || {
@@ -507,7 +534,13 @@ impl Circuit<Fr> for RandomR1cs {
             _ => Fr::random(&mut *r),
         };
         let lc = |r: &mut ChaCha8Rng, row: usize| -> LinearCombination<Fr> {
-            let terms = if row == 7 { 3000 } else if row % 11 == 0 { 0 } else { 1 + r.next_u32() as usize % 4 };
+            let terms = if row == 7 {
+                3000
+            } else if row % 11 == 0 {
+                0
+            } else {
+                1 + r.next_u32() as usize % 4
+            };
             let mut l = LinearCombination::zero();
             for _ in 0..terms {
                 let v: Variable = vars[r.next_u32() as usize % vars.len()];
@@ -525,7 +558,9 @@ impl Circuit<Fr> for RandomR1cs {
 
 #[test]
 fn device_matvec_equals_cpu_matvec_bit_for_bit() {
-    for (seed, inputs, aux, constraints) in [(1u64, 0usize, 5usize, 20usize), (2, 3, 1000, 3000), (3, 40, 20_000, 70_000)] {
+    for (seed, inputs, aux, constraints) in
+        [(1u64, 0usize, 5usize, 20usize), (2, 3, 1000, 3000), (3, 40, 20_000, 70_000)]
+    {
         let circuit = || RandomR1cs { seed, inputs, aux, constraints };
         let pc = cuzk_pce::extract(circuit()).unwrap();
         let (ins, auxv) = cuzk_pce::witness(circuit()).unwrap();
@@ -605,7 +640,12 @@ impl Circuit<Fr> for CubeChain {
             cs.enforce(|| format!("sq{i}"), |lc| lc + x, |lc| lc + x, |lc| lc + sq);
             let next_v = sq_v.zip(xv).map(|(s, v)| s * v + Fr::from(i as u64));
             let next = cs.alloc(|| format!("x{}", i + 1), || next_v.ok_or(SynthesisError::AssignmentMissing))?;
-            cs.enforce(|| format!("cube{i}"), |lc| lc + sq, |lc| lc + x, |lc| lc + next - (Fr::from(i as u64), CS::one()));
+            cs.enforce(
+                || format!("cube{i}"),
+                |lc| lc + sq,
+                |lc| lc + x,
+                |lc| lc + next - (Fr::from(i as u64), CS::one()),
+            );
             x = next;
             xv = next_v;
         }
@@ -620,7 +660,8 @@ impl Circuit<Fr> for CubeChain {
 
 fn params_for(rounds: usize, r: &mut ChaCha8Rng) -> (bellperson::groth16::Parameters<Bls12>, tempfile::NamedTempFile) {
     use std::io::Write;
-    let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(CubeChain { x0: None, rounds }, r).unwrap();
+    let params =
+        bellperson::groth16::generate_random_parameters::<Bls12, _, _>(CubeChain { x0: None, rounds }, r).unwrap();
     let mut f = tempfile::NamedTempFile::new().unwrap();
     params.write(&mut f).unwrap();
     f.flush().unwrap();
@@ -658,22 +699,37 @@ fn cuda_proofs_verify_on_every_path() {
                 let mut cs = ProvingAssignment::new_with_one();
                 circuit.clone().synthesize(&mut cs).unwrap();
                 cs.finish();
-                let (proof, t) = prover.prove(&srs, Witness::Assignment(cs), Randomness::random(&mut r), &Default::default()).unwrap();
+                let (proof, t) = prover
+                    .prove(&srs, Witness::Assignment(cs), Randomness::random(&mut r), &Default::default())
+                    .unwrap();
                 let ordinals: Vec<_> = prover.device_infos().iter().map(|d| d.ordinal).collect();
-                assert!(t.device.is_some_and(|d| ordinals.contains(&d)), "{what}: proved on {:?}, devices {ordinals:?}", t.device);
+                assert!(
+                    t.device.is_some_and(|d| ordinals.contains(&d)),
+                    "{what}: proved on {:?}, devices {ordinals:?}",
+                    t.device
+                );
                 check_proof(&proof, &srs, &params, out, &format!("host path {what}"));
                 eprintln!("{what}: device mat-vec path");
                 // GPU-resident path: witness only, a, b, c by the device mat-vec.
                 let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
                 let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-                let (proof, t) = prover.prove(&srs, Witness::Expanded { witness: w, matrices: pc.clone() }, Randomness::random(&mut r), &Default::default()).unwrap();
+                let (proof, t) = prover
+                    .prove(
+                        &srs,
+                        Witness::Expanded { witness: w, matrices: pc.clone() },
+                        Randomness::random(&mut r),
+                        &Default::default(),
+                    )
+                    .unwrap();
                 assert!(t.matvec > std::time::Duration::ZERO || rounds < 10, "mat-vec time recorded");
                 check_proof(&proof, &srs, &params, out, &format!("device mat-vec path {what}"));
                 // The same from the compact witness (expanded on the device when B_G2 is
                 // there too, on the host otherwise).
                 let (ins, aux) = cuzk_pce::witness_compact(circuit.clone(), pc.num_inputs, pc.num_aux).unwrap();
                 assert_eq!(prover.accepts().compact, b_g2 == B2Placement::Gpu, "{what}");
-                let (w, _) = Witness::Compact { inputs: ins, aux, matrices: pc.clone() }.into_accepted(prover.accepts()).unwrap();
+                let (w, _) = Witness::Compact { inputs: ins, aux, matrices: pc.clone() }
+                    .into_accepted(prover.accepts())
+                    .unwrap();
                 let (proof, _) = prover.prove(&srs, w, Randomness::random(&mut r), &Default::default()).unwrap();
                 check_proof(&proof, &srs, &params, out, &format!("compact witness path {what}"));
                 // All three proofs counted (on whichever devices the prover chose), no failures.
@@ -725,7 +781,12 @@ fn setup_fixed_base_matches_cpu_in_g1_and_g2() {
 struct TakenBy<'a>(&'a CudaProver);
 
 impl cuzk_groth16::srs_sink::QuerySink for TakenBy<'_> {
-    fn begin(&self, path: &std::path::Path, id: u64, lens: &cuzk_groth16::QueryLens) -> Option<Box<dyn cuzk_groth16::srs_sink::QueryTaker + '_>> {
+    fn begin(
+        &self,
+        path: &std::path::Path,
+        id: u64,
+        lens: &cuzk_groth16::QueryLens,
+    ) -> Option<Box<dyn cuzk_groth16::srs_sink::QueryTaker + '_>> {
         self.0.begin_queries(path, id, lens)
     }
 }
@@ -740,7 +801,10 @@ fn a_generated_setup_taken_onto_the_device_while_made_proves_as_the_host_copy_do
     let prover = CudaProver::new(CudaOptions::default()).unwrap();
     let taken = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &mul, Some(&TakenBy(&prover))).unwrap();
     assert!(taken.points_released(), "the device takes a generated setup that fits");
-    assert!([&taken.h, &taken.l, &taken.a, &taken.b_g1].iter().all(|q| q.is_empty()) && taken.b_g2.is_empty(), "no query point stays on the host");
+    assert!(
+        [&taken.h, &taken.l, &taken.a, &taken.b_g1].iter().all(|q| q.is_empty()) && taken.b_g2.is_empty(),
+        "no query point stays on the host"
+    );
     let host = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &mul, None).unwrap();
     assert!(!host.points_released());
     assert!(taken.vk == host.vk);
@@ -753,7 +817,8 @@ fn a_generated_setup_taken_onto_the_device_while_made_proves_as_the_host_copy_do
     let rs = Randomness::random(&mut r);
     let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
     let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-    let (on_device, t) = prover.prove(&taken, Witness::Expanded { witness: w, matrices: pc.clone() }, rs, &Default::default()).unwrap();
+    let (on_device, t) =
+        prover.prove(&taken, Witness::Expanded { witness: w, matrices: pc.clone() }, rs, &Default::default()).unwrap();
     assert!(t.device.is_some(), "proved on the device");
     assert!(PreparedVerifyingKey::new(&taken.vk).verify(&on_device, &[out]).unwrap(), "verifies");
     let mut cs = ProvingAssignment::new_with_one();
@@ -769,14 +834,20 @@ fn a_generated_setup_taken_onto_the_device_while_made_proves_as_the_host_copy_do
     taker.take_g1(G1Query::H, 0, &host.h[..100]).unwrap();
     let e = taker.take_g1(G1Query::H, 200, &host.h[200..300]).unwrap_err();
     assert!(e.contains("expected at 100"), "{e}");
-    let e = taker.take_b_g2(0, &host.b_g2[..lens.b_g2.min(10)]).and_then(|()| taker.take_b_g2(0, &host.b_g2[..1])).unwrap_err();
+    let e = taker
+        .take_b_g2(0, &host.b_g2[..lens.b_g2.min(10)])
+        .and_then(|()| taker.take_b_g2(0, &host.b_g2[..1]))
+        .unwrap_err();
     assert!(e.contains("B_G2"), "{e}");
     let e = taker.finish().unwrap_err();
     assert!(e.contains("incomplete"), "{e}");
 
     // Declined: the operator keeps the host copy, or streams; or a query is too small for
     // the device (those MSMs run on the CPU from host points).
-    for options in [CudaOptions { keep_host_params: true, ..Default::default() }, CudaOptions { residency: Residency::Never, ..Default::default() }] {
+    for options in [
+        CudaOptions { keep_host_params: true, ..Default::default() },
+        CudaOptions { residency: Residency::Never, ..Default::default() },
+    ] {
         let p = CudaProver::new(options.clone()).unwrap();
         assert!(p.begin_queries(path, Srs::next_id(), &lens).is_none(), "{options:?}");
     }
@@ -857,7 +928,8 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
     let mut r = rng(31);
     let rounds = 40_000;
     let pc = std::sync::Arc::new(cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap());
-    let host = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
+    let host =
+        cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records");
     let path = dir.path().join("cube.params");
@@ -867,7 +939,9 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
     };
     write(&host);
     let prover = CudaProver::new(CudaOptions::default()).unwrap();
-    let streamed = load_into(&path, SubgroupCheck::Once, Some(&records), &TakenBy(&prover)).unwrap().expect("the device takes the file");
+    let streamed = load_into(&path, SubgroupCheck::Once, Some(&records), &TakenBy(&prover))
+        .unwrap()
+        .expect("the device takes the file");
     assert!(streamed.points_released() && streamed.h.is_empty() && streamed.b_g2.is_empty());
     assert!(streamed.vk == host.vk);
     assert_eq!(streamed.query_lens(), host.query_lens());
@@ -878,7 +952,9 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
     let rs = Randomness::random(&mut r);
     let (ins, aux) = cuzk_pce::witness(circuit.clone()).unwrap();
     let w = cuzk_pce::witness_assignment(&pc, ins, aux).unwrap();
-    let (on_device, t) = prover.prove(&streamed, Witness::Expanded { witness: w, matrices: pc.clone() }, rs, &Default::default()).unwrap();
+    let (on_device, t) = prover
+        .prove(&streamed, Witness::Expanded { witness: w, matrices: pc.clone() }, rs, &Default::default())
+        .unwrap();
     assert!(t.device.is_some());
     assert!(PreparedVerifyingKey::new(&streamed.vk).verify(&on_device, &[chain(x0, rounds)]).unwrap(), "verifies");
     let mut cs = ProvingAssignment::new_with_one();
@@ -889,7 +965,9 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
     prover.forget_srs(&streamed);
 
     for section in ["h", "l", "a", "b_g1", "b_g2"] {
-        let mut bad = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
+        let mut bad =
+            cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None)
+                .unwrap();
         let index = match section {
             "h" => (r.next_u64() % bad.h.len() as u64) as usize,
             "l" => (r.next_u64() % bad.l.len() as u64) as usize,
@@ -904,7 +982,9 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
             _ => bad.b_g2[index] = cuzk_cuda::subgroup::g2_off_subgroup(&mut r),
         }
         write(&bad);
-        let e = load_into(&path, SubgroupCheck::Once, Some(&records), &TakenBy(&prover)).err().unwrap_or_else(|| panic!("{section}[{index}] accepted"));
+        let e = load_into(&path, SubgroupCheck::Once, Some(&records), &TakenBy(&prover))
+            .err()
+            .unwrap_or_else(|| panic!("{section}[{index}] accepted"));
         match &e {
             cuzk_groth16::SrsError::BadPoint { section: s, index: i, reason, .. } => {
                 assert_eq!((*s, *i), (section, index), "{e}");
@@ -912,6 +992,9 @@ fn a_params_file_streams_onto_the_device_with_the_subgroup_checked_there() {
             }
             other => panic!("{section}[{index}]: {other}"),
         }
-        assert!(!cuzk_groth16::check_record::already_checked(&path, Some(&records)), "{section}: no record after a failed check");
+        assert!(
+            !cuzk_groth16::check_record::already_checked(&path, Some(&records)),
+            "{section}: no record after a failed check"
+        );
     }
 }

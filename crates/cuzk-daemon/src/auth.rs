@@ -70,7 +70,9 @@ impl Tokens {
         if let (true, Some(admin)) = (ADMIN_METHODS.contains(&method), &self.admin) {
             return match &presented {
                 Some(t) if same_digest(t, admin) => Ok(()),
-                Some(_) => Err(Status::permission_denied(format!("{method} needs the admin token (daemon.admin_token)"))),
+                Some(_) => {
+                    Err(Status::permission_denied(format!("{method} needs the admin token (daemon.admin_token)")))
+                }
                 None => Err(Status::unauthenticated(format!("{method} needs `authorization: Bearer <admin token>`"))),
             };
         }
@@ -79,7 +81,9 @@ impl Tokens {
             // The admin token may do everything the ordinary one may.
             Some(t) if same_digest(t, auth) || self.admin.as_ref().is_some_and(|a| same_digest(t, a)) => Ok(()),
             Some(_) => Err(Status::unauthenticated("wrong bearer token")),
-            None => Err(Status::unauthenticated("this daemon needs `authorization: Bearer <token>` (daemon.auth_token)")),
+            None => {
+                Err(Status::unauthenticated("this daemon needs `authorization: Bearer <token>` (daemon.auth_token)"))
+            }
         }
     }
 }
@@ -220,7 +224,10 @@ mod tests {
         assert_eq!(t.check(status, &headers(Some("Bearer nope"))).unwrap_err().code(), tonic::Code::Unauthenticated);
         t.check(status, &headers(Some("Bearer user-secret"))).unwrap();
         t.check(status, &headers(Some("Bearer admin-secret"))).unwrap();
-        assert_eq!(t.check(evict, &headers(Some("Bearer user-secret"))).unwrap_err().code(), tonic::Code::PermissionDenied);
+        assert_eq!(
+            t.check(evict, &headers(Some("Bearer user-secret"))).unwrap_err().code(),
+            tonic::Code::PermissionDenied
+        );
         t.check(evict, &headers(Some("Bearer admin-secret"))).unwrap();
         // No tokens: everything passes (the socket's mode is the guard).
         Tokens::default().check(evict, &headers(None)).unwrap();
@@ -297,7 +304,8 @@ mod tests {
             assert!(check_exposure(&d).is_err(), "{bad} with allow_tokenless_loopback");
             assert!(tokenless_warning(&d).is_some());
         }
-        let mut d = DaemonConfig { listen: "127.0.0.1:9820".into(), allow_tokenless_loopback: true, ..Default::default() };
+        let mut d =
+            DaemonConfig { listen: "127.0.0.1:9820".into(), allow_tokenless_loopback: true, ..Default::default() };
         assert!(tokenless_warning(&d).unwrap().contains("WITHOUT AUTHENTICATION"));
         d.auth_token = "t".into();
         assert_eq!(tokenless_warning(&d), None);

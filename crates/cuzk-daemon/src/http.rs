@@ -33,7 +33,11 @@ pub async fn bind(addr: &str) -> Result<(TcpListener, String)> {
 }
 
 /// Serve `/metrics` and `/status` until `shutdown` completes.
-pub async fn serve(listener: TcpListener, scheduler: Arc<Scheduler>, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    scheduler: Arc<Scheduler>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/status", get(status))

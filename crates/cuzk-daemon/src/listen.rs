@@ -110,7 +110,8 @@ pub async fn bind(addr: &str) -> Result<(GrpcListener, Option<SocketFile>)> {
             Ok((GrpcListener { inner: Inner::Unix(listener), description }, Some(SocketFile(path))))
         }
         Address::Tcp(hostport) => {
-            let listener = TcpListener::bind(&hostport).await.with_context(|| format!("binding gRPC listener {hostport}"))?;
+            let listener =
+                TcpListener::bind(&hostport).await.with_context(|| format!("binding gRPC listener {hostport}"))?;
             let description = listener.local_addr().map(|a| a.to_string()).unwrap_or(hostport);
             Ok((GrpcListener { inner: Inner::Tcp(listener), description }, None))
         }

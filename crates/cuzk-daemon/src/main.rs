@@ -53,7 +53,12 @@ struct Args {
 fn version() -> &'static str {
     static VERSION: OnceLock<String> = OnceLock::new();
     VERSION.get_or_init(|| {
-        format!("{} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("CUZK_GIT_COMMIT"), cuzk_core::backend::build_summary())
+        format!(
+            "{} (commit {}, {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("CUZK_GIT_COMMIT"),
+            cuzk_core::backend::build_summary()
+        )
     })
 }
 
@@ -188,7 +193,8 @@ async fn run(config: Config) -> Result<()> {
     if !tokens.is_empty() {
         tracing::info!("gRPC calls need a bearer token (daemon.auth_token / daemon.admin_token)");
     }
-    let mut grpc_task = tokio::spawn(grpc.serve(service, daemon.max_message_bytes, daemon.max_concurrent_decodes, tokens, stopped()));
+    let mut grpc_task =
+        tokio::spawn(grpc.serve(service, daemon.max_message_bytes, daemon.max_concurrent_decodes, tokens, stopped()));
 
     let mut http_task = None;
     if !daemon.http_listen.is_empty() {
@@ -240,7 +246,10 @@ async fn run(config: Config) -> Result<()> {
     pruner.abort();
 
     let grace = Duration::from_secs(daemon.shutdown_grace_secs);
-    tracing::info!(grace_secs = grace.as_secs(), "stopping scheduler: running jobs get the grace period, queued jobs are cancelled");
+    tracing::info!(
+        grace_secs = grace.as_secs(),
+        "stopping scheduler: running jobs get the grace period, queued jobs are cancelled"
+    );
     let s = scheduler.clone();
     tokio::task::spawn_blocking(move || s.shutdown(grace)).await.context("scheduler shutdown task")?;
     tracing::info!("scheduler stopped");
@@ -380,7 +389,9 @@ mod tests {
         let c = calls.clone();
         // Usable for three checks, then lost.
         let check = move || c.fetch_add(1, Ordering::SeqCst) < 3;
-        tokio::time::timeout(Duration::from_secs(10), until_false(check, Duration::from_millis(5))).await.expect("resolved");
+        tokio::time::timeout(Duration::from_secs(10), until_false(check, Duration::from_millis(5)))
+            .await
+            .expect("resolved");
         assert_eq!(calls.load(Ordering::SeqCst), 4);
     }
 
@@ -397,7 +408,15 @@ mod tests {
 
     #[test]
     fn command_line_overrides_the_file() {
-        let args = Args::parse_from(["cuzk-daemon", "--config", "/nonexistent/cuzk.toml", "--listen", "unix:///run/other.sock", "--log-level", "debug"]);
+        let args = Args::parse_from([
+            "cuzk-daemon",
+            "--config",
+            "/nonexistent/cuzk.toml",
+            "--listen",
+            "unix:///run/other.sock",
+            "--log-level",
+            "debug",
+        ]);
         let (path, _) = config_path(args.config.as_deref(), |_| false);
         let (config, found) = load_config(&args, &path).unwrap();
         assert!(!found);

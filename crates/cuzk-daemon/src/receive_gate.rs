@@ -142,7 +142,10 @@ where
             let permit = match tokio::time::timeout(wait, slots.acquire_owned()).await {
                 Ok(Ok(p)) => p,
                 _ => {
-                    tracing::warn!(method, "request refused: every receiving slot busy (daemon.max_concurrent_decodes)");
+                    tracing::warn!(
+                        method,
+                        "request refused: every receiving slot busy (daemon.max_concurrent_decodes)"
+                    );
                     let status = Status::resource_exhausted(format!(
                         "{method}: too many large requests are being received or wait to be decoded (daemon.max_concurrent_decodes); retry shortly"
                     ));
@@ -215,7 +218,8 @@ mod tests {
     #[tokio::test]
     async fn a_slot_is_held_until_the_message_is_let_go_of_not_to_the_end_of_its_body() {
         let (read, go) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
-        let mut gate = ReceiveGate::new(SlowHandler { read: read.clone(), go: go.clone() }, 1, Duration::from_millis(300));
+        let mut gate =
+            ReceiveGate::new(SlowHandler { read: read.clone(), go: go.clone() }, 1, Duration::from_millis(300));
         let resident = gate.resident();
         let first = tokio::spawn(gate.call(request("SubmitProof")));
         read.notified().await;

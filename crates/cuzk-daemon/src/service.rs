@@ -13,8 +13,8 @@ use cuzk_proto::server::ProvingEngine;
 use cuzk_proto::v1::{
     await_proof_response, srs_status, AwaitProofRequest, AwaitProofResponse, CancelProofRequest, CancelProofResponse,
     EvictSrsRequest, EvictSrsResponse, GetMetricsRequest, GetMetricsResponse, GetStatusRequest, GetStatusResponse,
-    GpuStatus, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse, QueueStatus, SrsStatus, SubmitProofRequest,
-    SubmitProofResponse,
+    GpuStatus, PreloadSrsRequest, PreloadSrsResponse, ProveRequest, ProveResponse, QueueStatus, SrsStatus,
+    SubmitProofRequest, SubmitProofResponse,
 };
 use tonic::{Request, Response, Status};
 
@@ -71,16 +71,20 @@ impl Service {
             let _received = received;
             scheduler.submit(&rid, priority, request)
         })
-            .await
-            .map_err(|e| Status::internal(format!("submit task failed: {e}")))?
-            .map_err(|e| {
-                tracing::warn!(request_id = %request_id, error = %e, "SubmitProof rejected");
-                submit_error_status(e)
-            })?;
+        .await
+        .map_err(|e| Status::internal(format!("submit task failed: {e}")))?
+        .map_err(|e| {
+            tracing::warn!(request_id = %request_id, error = %e, "SubmitProof rejected");
+            submit_error_status(e)
+        })?;
         if outcome.existing {
             tracing::info!(request_id = %request_id, job = %outcome.job_id, "SubmitProof: existing job for this request_id");
         }
-        Ok(SubmitProofResponse { job_id: outcome.job_id, queue_position: outcome.queue_position, assigned_gpu: String::new() })
+        Ok(SubmitProofResponse {
+            job_id: outcome.job_id,
+            queue_position: outcome.queue_position,
+            assigned_gpu: String::new(),
+        })
     }
 
     /// Wait for a job; `None` waits until it ends.
@@ -187,7 +191,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 #[tonic::async_trait]
 impl ProvingEngine for Service {
-    async fn submit_proof(&self, mut request: Request<SubmitProofRequest>) -> Result<Response<SubmitProofResponse>, Status> {
+    async fn submit_proof(
+        &self,
+        mut request: Request<SubmitProofRequest>,
+    ) -> Result<Response<SubmitProofResponse>, Status> {
         let received = Received::take(request.extensions_mut());
         self.submit(request.into_inner(), received).await.map(Response::new)
     }
@@ -200,13 +207,17 @@ impl ProvingEngine for Service {
 
     async fn prove(&self, mut request: Request<ProveRequest>) -> Result<Response<ProveResponse>, Status> {
         let received = Received::take(request.extensions_mut());
-        let submit = request.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
+        let submit =
+            request.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
         let job = self.submit(submit, received).await?;
         let result = self.wait(&job.job_id, None).await?;
         Ok(Response::new(ProveResponse { result: Some(result) }))
     }
 
-    async fn cancel_proof(&self, request: Request<CancelProofRequest>) -> Result<Response<CancelProofResponse>, Status> {
+    async fn cancel_proof(
+        &self,
+        request: Request<CancelProofRequest>,
+    ) -> Result<Response<CancelProofResponse>, Status> {
         let job_id = request.into_inner().job_id;
         let was_running = self.scheduler.cancel(&job_id).map_err(unknown_job_status)?;
         Ok(Response::new(CancelProofResponse { was_running }))
@@ -217,7 +228,11 @@ impl ProvingEngine for Service {
         let queues = st
             .queues
             .iter()
-            .map(|(kind, q)| QueueStatus { proof_kind: kind.name().to_string(), pending: q.pending, in_progress: q.in_progress })
+            .map(|(kind, q)| QueueStatus {
+                proof_kind: kind.name().to_string(),
+                pending: q.pending,
+                in_progress: q.in_progress,
+            })
             .collect();
         let loaded_srs = st
             .resident_srs
@@ -311,7 +326,8 @@ mod tests {
         let (_, prio, req) = to_engine_request(ok).unwrap();
         assert_eq!(prio, None);
         assert_eq!(req.kind, Some(ProofKind::WinningPost));
-        let (_, prio, _) = to_engine_request(SubmitProofRequest { proof_kind: 1, priority: 3, ..Default::default() }).unwrap();
+        let (_, prio, _) =
+            to_engine_request(SubmitProofRequest { proof_kind: 1, priority: 3, ..Default::default() }).unwrap();
         assert_eq!(prio, Some(Priority::High));
         for bad in [
             SubmitProofRequest { proof_kind: 0, ..Default::default() },
@@ -333,7 +349,13 @@ mod tests {
         let scheduler = Scheduler::start(config, None).unwrap();
         let mut svc = Service::new(scheduler.clone());
         svc.decode_wait = Duration::ZERO;
-        let garbage = || SubmitProofRequest { proof_kind: 1, registered_proof: 5, sector_size: 2048, vanilla_proof: b"{".to_vec(), ..Default::default() };
+        let garbage = || SubmitProofRequest {
+            proof_kind: 1,
+            registered_proof: 5,
+            sector_size: 2048,
+            vanilla_proof: b"{".to_vec(),
+            ..Default::default()
+        };
         let taken = svc.decodes.clone().acquire_many_owned(2).await.unwrap();
         let e = svc.submit(garbage(), None).await.unwrap_err();
         assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
@@ -372,7 +394,11 @@ mod tests {
         let svc = Service::new(scheduler.clone());
         let held = svc.decodes.clone().acquire_owned().await.unwrap();
         // Long waits: here nothing may be refused for want of a slot, only be bounded.
-        let gate = ReceiveGate::new(ProvingEngineServer::new(svc.clone()).max_decoding_message_size(MESSAGE + (1 << 20)), 1, Duration::from_secs(300));
+        let gate = ReceiveGate::new(
+            ProvingEngineServer::new(svc.clone()).max_decoding_message_size(MESSAGE + (1 << 20)),
+            1,
+            Duration::from_secs(300),
+        );
         let resident = gate.resident();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -380,7 +406,9 @@ mod tests {
         let server = tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(gate)
-                .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async { stopped.await.unwrap_or(()) }),
+                .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), async {
+                    stopped.await.unwrap_or(())
+                }),
         );
         // The most messages ever in at once, sampled until the clients are done.
         let (peak, done) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
@@ -396,7 +424,11 @@ mod tests {
         let clients: Vec<_> = (0..CLIENTS)
             .map(|i| {
                 tokio::spawn(async move {
-                    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+                    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                        .unwrap()
+                        .connect()
+                        .await
+                        .unwrap();
                     let msg = SubmitProofRequest {
                         request_id: format!("large-{i}"),
                         proof_kind: 1,
@@ -424,7 +456,10 @@ mod tests {
         done.store(true, Ordering::SeqCst);
         sampler.await.unwrap();
         let peak = peak.load(Ordering::SeqCst);
-        assert!(peak <= 2, "{peak} messages of {MESSAGE} bytes were in the daemon at once with max_concurrent_decodes = 1");
+        assert!(
+            peak <= 2,
+            "{peak} messages of {MESSAGE} bytes were in the daemon at once with max_concurrent_decodes = 1"
+        );
         assert_eq!(resident.load(Ordering::SeqCst), 0, "every message was let go of");
         stop.send(()).unwrap();
         server.await.unwrap().unwrap();
@@ -433,7 +468,8 @@ mod tests {
 
     #[test]
     fn terminal_phases_map_to_wire_status() {
-        let r = JobResult { phase: Phase::Failed, proof: vec![], error: Some("boom".into()), timings: Default::default() };
+        let r =
+            JobResult { phase: Phase::Failed, proof: vec![], error: Some("boom".into()), timings: Default::default() };
         let resp = result_response("j", r);
         assert_eq!(resp.status(), await_proof_response::Status::Failed);
         assert_eq!(resp.error_message, "boom");

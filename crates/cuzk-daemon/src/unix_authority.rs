@@ -157,7 +157,9 @@ impl Rewriter {
             }
             self.state = State::Collect { kind, flags, stream, len, payload: Vec::with_capacity(len) };
             if len == 0 {
-                let State::Collect { payload, .. } = std::mem::replace(&mut self.state, State::Head { bytes: [0; FRAME_HEAD_LEN], have: 0 }) else {
+                let State::Collect { payload, .. } =
+                    std::mem::replace(&mut self.state, State::Head { bytes: [0; FRAME_HEAD_LEN], have: 0 })
+                else {
                     unreachable!()
                 };
                 self.end_frame(kind, flags, stream, payload, out)?;
@@ -169,7 +171,8 @@ impl Rewriter {
         }
         // Anything else, a stray CONTINUATION included, is the server's to judge.
         out.extend_from_slice(&head);
-        self.state = if len == 0 { State::Head { bytes: [0; FRAME_HEAD_LEN], have: 0 } } else { State::Pass { left: len } };
+        self.state =
+            if len == 0 { State::Head { bytes: [0; FRAME_HEAD_LEN], have: 0 } } else { State::Pass { left: len } };
         Ok(())
     }
 
@@ -181,7 +184,8 @@ impl Rewriter {
             let mut body = &payload[..];
             let mut pad = 0;
             if flags & PADDED != 0 {
-                let (&p, rest) = body.split_first().ok_or_else(|| protocol("PADDED HEADERS without a pad length".into()))?;
+                let (&p, rest) =
+                    body.split_first().ok_or_else(|| protocol("PADDED HEADERS without a pad length".into()))?;
                 pad = usize::from(p);
                 body = rest;
             }
@@ -201,7 +205,10 @@ impl Rewriter {
         } else {
             let block = self.block.as_mut().expect("CONTINUATION is collected only inside a block");
             if block.stream != stream {
-                return Err(protocol(format!("CONTINUATION on stream {stream} inside stream {}'s header block", block.stream)));
+                return Err(protocol(format!(
+                    "CONTINUATION on stream {stream} inside stream {}'s header block",
+                    block.stream
+                )));
             }
             block.fragment.extend_from_slice(&payload);
         }
@@ -301,7 +308,13 @@ pub struct AuthorityFix {
 
 impl AuthorityFix {
     pub fn new(inner: UnixStream) -> Self {
-        AuthorityFix { inner, rewriter: Rewriter::default(), ready: Vec::new(), taken: 0, scratch: vec![0; 64 << 10].into_boxed_slice() }
+        AuthorityFix {
+            inner,
+            rewriter: Rewriter::default(),
+            ready: Vec::new(),
+            taken: 0,
+            scratch: vec![0; 64 << 10].into_boxed_slice(),
+        }
     }
 }
 
@@ -342,7 +355,11 @@ impl AsyncWrite for AuthorityFix {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
     }
 
@@ -424,22 +441,31 @@ mod tests {
         // request's entries: only a rewriter that decoded the first block can read it.
         let mut client = loona_hpack::Encoder::new();
         let request = |path: &str, authority: &str, extra: &str| -> Vec<(Vec<u8>, Vec<u8>)> {
-            [(":method", "POST"), (":scheme", "http"), (":path", path), (":authority", authority), ("te", "trailers"), ("x-extra", extra)]
-                .iter()
-                .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
-                .collect()
+            [
+                (":method", "POST"),
+                (":scheme", "http"),
+                (":path", path),
+                (":authority", authority),
+                ("te", "trailers"),
+                ("x-extra", extra),
+            ]
+            .iter()
+            .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
         };
         let first = request("/cuzk.v1.ProvingEngine/GetStatus", "%2Frun%2Fcuzk%2Fcuzk.sock", "a");
         let second = request("/cuzk.v1.ProvingEngine/GetStatus", "%2Frun%2Fcuzk%2Fcuzk.sock", "a");
         // Too long for any table: re-encoded, it needs CONTINUATION frames.
         let third = request("/cuzk.v1.ProvingEngine/Prove", "localhost:1", &"v".repeat(40_000));
-        let encode = |c: &mut loona_hpack::Encoder, h: &[(Vec<u8>, Vec<u8>)]| c.encode(h.iter().map(|(n, v)| (n.as_slice(), v.as_slice())));
+        let encode = |c: &mut loona_hpack::Encoder, h: &[(Vec<u8>, Vec<u8>)]| {
+            c.encode(h.iter().map(|(n, v)| (n.as_slice(), v.as_slice())))
+        };
         let (b1, b2, b3) = (encode(&mut client, &first), encode(&mut client, &second), encode(&mut client, &third));
         assert!(b2.len() < 100, "the client's second block is indexed ({} bytes)", b2.len());
 
         let mut input = CLIENT_PREFACE.to_vec();
         input.extend(frame(0x4, 0, 0, &[0, 3, 0, 0, 0, 100])); // SETTINGS
-        // Block 1: PADDED and PRIORITY, split over a CONTINUATION.
+                                                               // Block 1: PADDED and PRIORITY, split over a CONTINUATION.
         let mut p = vec![4u8];
         p.extend_from_slice(&[0, 0, 0, 0, 15]);
         p.extend_from_slice(&b1[..10]);
@@ -461,7 +487,9 @@ mod tests {
             assert_eq!(authority(&blocks[1]), "localhost");
             assert_eq!(authority(&blocks[2]), "localhost:1", "a valid authority is kept");
             for (got, sent) in blocks.iter().zip([&first, &second, &third]) {
-                let others = |h: &[(Vec<u8>, Vec<u8>)]| h.iter().filter(|(n, _)| n.as_slice() != b":authority").cloned().collect::<Vec<_>>();
+                let others = |h: &[(Vec<u8>, Vec<u8>)]| {
+                    h.iter().filter(|(n, _)| n.as_slice() != b":authority").cloned().collect::<Vec<_>>()
+                };
                 assert_eq!(others(got), others(sent), "every other header as sent, in order");
             }
             // Frames: SETTINGS untouched; block 1 keeps PRIORITY and loses its padding; every

@@ -62,7 +62,12 @@ async fn tokens_guard_tcp_and_admin_calls() {
         ),
     )
     .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon")).arg("--config").arg(&config).stdin(Stdio::null()).spawn().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut daemon = common::Daemon::new(child);
     let mut c = connect_tcp_refused_without_token(port, &mut daemon).await;
 
@@ -86,7 +91,12 @@ fn non_loopback_tcp_without_a_token_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("cuzk.toml");
     std::fs::write(&config, format!("[daemon]\nlisten = \"0.0.0.0:{}\"\n", common::free_tcp_port())).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon")).arg("--config").arg(&config).stdin(Stdio::null()).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "started on 0.0.0.0 without a token");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("daemon.auth_token"), "{stderr}");

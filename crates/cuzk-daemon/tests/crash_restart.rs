@@ -47,8 +47,13 @@ async fn a_proof_killed_mid_way_completes_after_restart_under_the_same_id() {
     let mut first = start();
     let mut client = common::wait_ready(&mut first, &socket).await;
     let job = client.submit_proof(wire()).await.expect("submit").into_inner().job_id;
-    let early = client.await_proof(AwaitProofRequest { job_id: job.clone(), timeout_ms: 2_000 }).await.unwrap().into_inner();
-    assert_eq!(early.status(), Status::Timeout, "a 2 KiB PoRep on the CPU takes longer than 2 s: the kill lands mid-proof");
+    let early =
+        client.await_proof(AwaitProofRequest { job_id: job.clone(), timeout_ms: 2_000 }).await.unwrap().into_inner();
+    assert_eq!(
+        early.status(),
+        Status::Timeout,
+        "a 2 KiB PoRep on the CPU takes longer than 2 s: the kill lands mid-proof"
+    );
     // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
     assert_eq!(unsafe { libc::kill(first.pid(), libc::SIGKILL) }, 0);
     let status = first.wait_exit(Duration::from_secs(30));

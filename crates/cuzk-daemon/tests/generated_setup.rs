@@ -104,7 +104,8 @@ async fn prove_and_verify(from_files: &[(&str, usize)], in_memory: &[(&str, usiz
         let dir = work.path().join(id);
         let (set, _) = InputSet::generate(circuit, sectors, 11, &dir).unwrap();
         let job = r.client.submit_proof(wire(&set, &dir)).await.expect("submit").into_inner().job_id;
-        let done = r.client.await_proof(AwaitProofRequest { job_id: job, timeout_ms: 900_000 }).await.unwrap().into_inner();
+        let done =
+            r.client.await_proof(AwaitProofRequest { job_id: job, timeout_ms: 900_000 }).await.unwrap().into_inner();
         assert_eq!(done.status, Status::Completed as i32, "{id}: {}", done.error_message);
 
         let files = param_files(&keys, circuit).unwrap();

@@ -79,7 +79,10 @@ fn run_logged(what: &str, cmd: &mut Command, log: &Path, limit: Duration) -> (Ex
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not finish within {limit:?}; killed it:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+            panic!(
+                "{what} did not finish within {limit:?}; killed it:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -200,7 +203,14 @@ struct ClientRun {
 }
 
 /// Run the Go client against `addr` (with `token`, if any); panics if it does not say OK.
-fn run_go_client(client: &Path, addr: &str, token: Option<&str>, fixtures: &Path, scratch: &Path, label: &'static str) -> ClientRun {
+fn run_go_client(
+    client: &Path,
+    addr: &str,
+    token: Option<&str>,
+    fixtures: &Path,
+    scratch: &Path,
+    label: &'static str,
+) -> ClientRun {
     let proofs = scratch.join(format!("proofs-{label}"));
     std::fs::create_dir_all(&proofs).unwrap();
     let mut cmd = Command::new(client);
@@ -210,14 +220,26 @@ fn run_go_client(client: &Path, addr: &str, token: Option<&str>, fixtures: &Path
         cmd.env("CUZK_TOKEN", token);
     }
     let started = Instant::now();
-    let (status, output) = run_logged(&format!("Go client over {label}"), &mut cmd, &scratch.join(format!("client-{label}.log")), CLIENT_TIMEOUT);
+    let (status, output) = run_logged(
+        &format!("Go client over {label}"),
+        &mut cmd,
+        &scratch.join(format!("client-{label}.log")),
+        CLIENT_TIMEOUT,
+    );
     eprintln!("[go-client] {label}, {:.1} s:\n{output}", started.elapsed().as_secs_f64());
     assert!(status.success(), "the Go client failed over {label} ({status}):\n{output}");
     assert!(output.contains("go client: OK"), "the Go client over {label} exited 0 without saying OK:\n{output}");
     let listing = std::fs::read_to_string(proofs.join("calls.json")).expect("the Go client's calls.json");
     let parsed: serde_json::Value = serde_json::from_str(&listing).expect("calls.json is JSON");
-    let field = |c: &serde_json::Value, k: &str| c[k].as_str().unwrap_or_else(|| panic!("calls.json: no {k} in {c}")).to_string();
-    let calls = parsed.as_array().expect("calls.json is a list").iter().map(|c| (field(c, "name"), field(c, "request_id"), field(c, "job_id"))).collect();
+    let field = |c: &serde_json::Value, k: &str| {
+        c[k].as_str().unwrap_or_else(|| panic!("calls.json: no {k} in {c}")).to_string()
+    };
+    let calls = parsed
+        .as_array()
+        .expect("calls.json is a list")
+        .iter()
+        .map(|c| (field(c, "name"), field(c, "request_id"), field(c, "job_id")))
+        .collect();
     ClientRun { label, output, calls, proofs }
 }
 
@@ -235,8 +257,10 @@ fn check_run(run: &ClientRun, dir: &Path, m: &Manifest) {
     for (name, kind) in PROOFS {
         job(name);
         let path = run.proofs.join(format!("{name}.proof"));
-        let proof = std::fs::read(&path).unwrap_or_else(|e| panic!("{label}: the Go client wrote no {}: {e}", path.display()));
-        let valid = verify_with_filecoin_proofs(dir, m, kind, &proof).unwrap_or_else(|e| panic!("{label}: {name}: {e:#}"));
+        let proof =
+            std::fs::read(&path).unwrap_or_else(|e| panic!("{label}: the Go client wrote no {}: {e}", path.display()));
+        let valid =
+            verify_with_filecoin_proofs(dir, m, kind, &proof).unwrap_or_else(|e| panic!("{label}: {name}: {e:#}"));
         assert!(valid, "{label}: the {name} proof the Go client got is rejected by filecoin-proofs");
     }
     assert_eq!(run.calls.len(), PROOFS.len(), "{label}: calls {:?}", run.calls);
@@ -255,7 +279,10 @@ fn assert_proved_once(st: &GetStatusResponse, label: &str) {
 
 /// The grpc-go version the client printed (`go client: grpc-go 1.33.3, …`).
 fn grpc_go_version(output: &str) -> &str {
-    let line = output.lines().find_map(|l| l.strip_prefix("go client: grpc-go ")).expect("the client prints its grpc-go version");
+    let line = output
+        .lines()
+        .find_map(|l| l.strip_prefix("go client: grpc-go "))
+        .expect("the client prints its grpc-go version");
     line.split(',').next().unwrap()
 }
 
@@ -275,7 +302,8 @@ async fn go_grpc_client_proves_like_curio() {
     let mut unix = common::start(&dir.join("params"), "", PRELOAD).await;
     // TCP on loopback with daemon.auth_token, dialled by Curio's bare `host:port` form.
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    let mut tcp = common::start_tcp(&dir.join("params"), &format!("go-client-{}-{nanos}", std::process::id()), PRELOAD).await;
+    let mut tcp =
+        common::start_tcp(&dir.join("params"), &format!("go-client-{}-{nanos}", std::process::id()), PRELOAD).await;
     let client = build.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
 
     // Both clients at once: the two daemons are independent, and on 2 cores one daemon

@@ -65,7 +65,8 @@ const REQUIRED: [&str; 12] = [
 
 const DATASOURCE: &str = "${DS_PROMETHEUS}";
 
-const KINDS: [ProofKind; 4] = [ProofKind::WinningPost, ProofKind::WindowPostPartition, ProofKind::SnapDealsUpdate, ProofKind::PoRepSealCommit];
+const KINDS: [ProofKind; 4] =
+    [ProofKind::WinningPost, ProofKind::WindowPostPartition, ProofKind::SnapDealsUpdate, ProofKind::PoRepSealCommit];
 
 fn dashboard() -> Value {
     serde_json::from_str(DASHBOARD).unwrap_or_else(|e| panic!("deploy/grafana/cuzk.json is not JSON: {e}"))
@@ -123,9 +124,34 @@ fn queries(d: &Value) -> Vec<(String, String)> {
 /// operators (which may be followed by `by (…)` instead of their parenthesis), the binary
 /// keywords and modifiers, and the float literals `Inf` and `NaN`.
 const NOT_METRICS: [&str; 28] = [
-    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk", "quantile", "limitk",
-    "limit_ratio", "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset",
-    "atan2", "inf", "nan",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group",
+    "stddev",
+    "stdvar",
+    "count",
+    "count_values",
+    "bottomk",
+    "topk",
+    "quantile",
+    "limitk",
+    "limit_ratio",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "atan2",
+    "inf",
+    "nan",
 ];
 
 /// Modifiers whose parenthesis that follows holds label names, not an expression.
@@ -242,7 +268,9 @@ fn dashboard_is_an_importable_grafana_model_over_the_guides_metrics() {
     // The datasource is chosen at import: one Prometheus input.
     let inputs = d["__inputs"].as_array().expect("__inputs");
     assert!(
-        inputs.iter().any(|i| i["name"] == "DS_PROMETHEUS" && i["type"] == "datasource" && i["pluginId"] == "prometheus"),
+        inputs
+            .iter()
+            .any(|i| i["name"] == "DS_PROMETHEUS" && i["type"] == "datasource" && i["pluginId"] == "prometheus"),
         "no DS_PROMETHEUS datasource input: {inputs:?}"
     );
     assert!(d["uid"].as_str().is_some_and(|u| !u.is_empty()) && d["title"].as_str().is_some_and(|t| !t.is_empty()));
@@ -258,7 +286,11 @@ fn dashboard_is_an_importable_grafana_model_over_the_guides_metrics() {
         let id = p["id"].as_u64().unwrap_or_else(|| panic!("panel {title:?} has no id"));
         assert!(ids.insert(id), "panel id {id} used twice");
         let (x, w) = (p["gridPos"]["x"].as_u64(), p["gridPos"]["w"].as_u64());
-        assert!(matches!((x, w), (Some(x), Some(w)) if w > 0 && x + w <= 24), "panel {title:?}: gridPos {}", p["gridPos"]);
+        assert!(
+            matches!((x, w), (Some(x), Some(w)) if w > 0 && x + w <= 24),
+            "panel {title:?}: gridPos {}",
+            p["gridPos"]
+        );
         if p["type"] == "row" {
             continue;
         }
@@ -302,7 +334,8 @@ async fn metrics_after_one_proof_of_each_kind(gpus_toml: &str) -> (String, Value
         jobs.push((kind, r.client.submit_proof(req).await.expect("submit").into_inner().job_id));
     }
     for (kind, job_id) in jobs {
-        let res = r.client.await_proof(AwaitProofRequest { job_id, timeout_ms: 600_000 }).await.expect("await").into_inner();
+        let res =
+            r.client.await_proof(AwaitProofRequest { job_id, timeout_ms: 600_000 }).await.expect("await").into_inner();
         assert_eq!(res.status(), Status::Completed, "{kind}: {}", res.error_message);
     }
     let body = |path: &str| {
@@ -318,7 +351,11 @@ async fn metrics_after_one_proof_of_each_kind(gpus_toml: &str) -> (String, Value
 /// Series names in Prometheus text, as a query names them (a histogram's `_bucket`, `_sum`,
 /// `_count`).
 fn series_names(metrics: &str) -> BTreeSet<&str> {
-    metrics.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(|l| l.split(['{', ' ']).next().unwrap_or("")).collect()
+    metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap_or(""))
+        .collect()
 }
 
 /// The queried metrics missing from `series`, with where the dashboard queries them, except
@@ -363,13 +400,19 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_cpu_daemon() {
     m.device_wait_seconds.with_label_values(&["porep"]).observe(1.0);
     let gpu_text = m.render();
     for f in GPU_ONLY {
-        assert!(gpu_text.contains(&format!("# TYPE {f} ")), "{f} is not a family of cuzk_core::metrics::Metrics:\n{gpu_text}");
+        assert!(
+            gpu_text.contains(&format!("# TYPE {f} ")),
+            "{f} is not a family of cuzk_core::metrics::Metrics:\n{gpu_text}"
+        );
     }
 
     let (metrics, _) = metrics_after_one_proof_of_each_kind("backend = \"cpu\"").await;
     let series = series_names(&metrics);
     for f in GPU_ONLY {
-        assert!(!series.iter().any(|s| family(s) == f), "a CPU daemon exports {f}: check it here, not in GPU_ONLY\n{metrics}");
+        assert!(
+            !series.iter().any(|s| family(s) == f),
+            "a CPU daemon exports {f}: check it here, not in GPU_ONLY\n{metrics}"
+        );
     }
     // Exempt: a GPU-only family by its name, or a series of a GPU-only histogram (not any
     // name with a histogram's suffix: `cuzk_gpu_failures_count` is no series).
@@ -378,8 +421,15 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_cpu_daemon() {
             || (GPU_ONLY.contains(&family(name)) && gpu_text.contains(&format!("# TYPE {} histogram", family(name))))
     };
     let missing = absent(&q, &series, gpu_only);
-    assert!(missing.is_empty(), "the dashboard queries metrics the daemon does not export:\n  {}\n/metrics:\n{metrics}", missing.join("\n  "));
-    assert_every_kind(&metrics, &["cuzk_proof_duration_seconds", "cuzk_partition_synthesis_seconds", "cuzk_partition_prove_seconds"]);
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics the daemon does not export:\n  {}\n/metrics:\n{metrics}",
+        missing.join("\n  ")
+    );
+    assert_every_kind(
+        &metrics,
+        &["cuzk_proof_duration_seconds", "cuzk_partition_synthesis_seconds", "cuzk_partition_prove_seconds"],
+    );
 }
 
 /// The GPU suite's half: on a CUDA daemon nothing is exempt, and each per-device family has
@@ -392,7 +442,11 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_cuda_daemon() {
     let (metrics, status) = metrics_after_one_proof_of_each_kind("backend = \"cuda\"").await;
     let series = series_names(&metrics);
     let missing = absent(&q, &series, |_| false);
-    assert!(missing.is_empty(), "the dashboard queries metrics a CUDA daemon does not export:\n  {}\n/metrics:\n{metrics}", missing.join("\n  "));
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries metrics a CUDA daemon does not export:\n  {}\n/metrics:\n{metrics}",
+        missing.join("\n  ")
+    );
 
     let devices = status["devices"].as_array().expect("/status devices");
     let devices: Vec<u64> = devices.iter().map(|d| d["ordinal"].as_u64().expect("ordinal")).collect();

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::fixtures::{shared_fixture_set, Manifest};
+use cuzk_filecoin::ProofKind;
 use cuzk_proto::client::ProvingEngineClient;
 use cuzk_proto::v1::await_proof_response::Status;
 use cuzk_proto::v1::{
     AwaitProofRequest, AwaitProofResponse, CancelProofRequest, EvictSrsRequest, GetMetricsRequest, GetStatusRequest,
     PreloadSrsRequest, ProofKind as WireKind, SubmitProofRequest,
 };
-use cuzk_filecoin::ProofKind;
 use tonic::transport::Channel;
 use tonic::Code;
 
@@ -51,7 +51,12 @@ async fn daemon_proves_schedules_cancels_and_survives_bad_input() {
     )
     .await;
     let c = &mut r.client;
-    let kinds = [ProofKind::WinningPost, ProofKind::WindowPostPartition, ProofKind::SnapDealsUpdate, ProofKind::PoRepSealCommit];
+    let kinds = [
+        ProofKind::WinningPost,
+        ProofKind::WindowPostPartition,
+        ProofKind::SnapDealsUpdate,
+        ProofKind::PoRepSealCommit,
+    ];
 
     // 1. All four kinds at once, each verified by filecoin-proofs.
     let mut jobs = vec![];
@@ -67,7 +72,10 @@ async fn daemon_proves_schedules_cancels_and_survives_bad_input() {
         assert_eq!(res.status(), Status::Completed, "{kind}: {}", res.error_message);
         assert_eq!(res.proof.len(), 192);
         assert!(res.total_ms >= res.synthesis_ms && res.gpu_compute_ms > 0, "{res:?}");
-        assert!(verify_with_filecoin_proofs(&dir, &m, *kind, &res.proof).unwrap(), "{kind} proof rejected by filecoin-proofs");
+        assert!(
+            verify_with_filecoin_proofs(&dir, &m, *kind, &res.proof).unwrap(),
+            "{kind} proof rejected by filecoin-proofs"
+        );
     }
     let st = status(c).await;
     assert_eq!(st.total_proofs_completed, 4);

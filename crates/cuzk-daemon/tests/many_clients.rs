@@ -35,7 +35,18 @@ const MAX_MESSAGE: usize = 8 << 20;
 /// and WindowPoSt take seconds on 2 cores, the PoRep longer: one of it.
 const GOOD: [ProofKind; 10] = {
     use ProofKind::*;
-    [WinningPost, WindowPostPartition, WinningPost, WinningPost, PoRepSealCommit, WinningPost, WindowPostPartition, WinningPost, WinningPost, WindowPostPartition]
+    [
+        WinningPost,
+        WindowPostPartition,
+        WinningPost,
+        WinningPost,
+        PoRepSealCommit,
+        WinningPost,
+        WindowPostPartition,
+        WinningPost,
+        WinningPost,
+        WindowPostPartition,
+    ]
 };
 /// No client may take longer than this for all its calls (a hang fails, it does not block).
 const CLIENT_LIMIT: Duration = Duration::from_secs(600);
@@ -61,7 +72,8 @@ fn bad_templates(dir: &Path, m: &Manifest) -> Vec<Bad> {
     let mut garbage = wire(dir, m, ProofKind::PoRepSealCommit);
     garbage.vanilla_proof = b"{\"SectorNum\": 1, \"Phase1Out\": \"%%%\"".to_vec();
     let unknown_proof = SubmitProofRequest { registered_proof: 77, ..wire(dir, m, ProofKind::WinningPost) };
-    let snap_as_winning = SubmitProofRequest { proof_kind: ProofKind::WinningPost as i32, ..wire(dir, m, ProofKind::SnapDealsUpdate) };
+    let snap_as_winning =
+        SubmitProofRequest { proof_kind: ProofKind::WinningPost as i32, ..wire(dir, m, ProofKind::SnapDealsUpdate) };
     let unknown_kind = SubmitProofRequest { proof_kind: 9, ..wire(dir, m, ProofKind::WindowPostPartition) };
     let mut truncated = wire(dir, m, ProofKind::WinningPost);
     let half = truncated.vanilla_proofs[0].len() / 2;
@@ -75,9 +87,15 @@ fn bad_templates(dir: &Path, m: &Manifest) -> Vec<Bad> {
     let challenges = partitions[0].as_array_mut().unwrap();
     let one = challenges.clone();
     (1..50).for_each(|_| challenges.extend(one.iter().cloned()));
-    let fifty_fold = SubmitProofRequest { vanilla_proof: serde_json::to_vec(&c1).unwrap(), ..wire(dir, m, ProofKind::PoRepSealCommit) };
+    let fifty_fold = SubmitProofRequest {
+        vanilla_proof: serde_json::to_vec(&c1).unwrap(),
+        ..wire(dir, m, ProofKind::PoRepSealCommit)
+    };
     assert!(fifty_fold.vanilla_proof.len() < MAX_MESSAGE, "the 50-fold PoRep must reach the size checks");
-    let over_limit = SubmitProofRequest { vanilla_proof: vec![b' '; MAX_MESSAGE + (1 << 20)], ..wire(dir, m, ProofKind::PoRepSealCommit) };
+    let over_limit = SubmitProofRequest {
+        vanilla_proof: vec![b' '; MAX_MESSAGE + (1 << 20)],
+        ..wire(dir, m, ProofKind::PoRepSealCommit)
+    };
     let bad = |what, msg, codes, says| Bad { what, msg, codes, says };
     vec![
         bad("garbage C1", garbage, &[InvalidArgument], "JSON"),
@@ -93,7 +111,11 @@ fn bad_templates(dir: &Path, m: &Manifest) -> Vec<Bad> {
 
 /// Submit, retrying while every decoding slot is busy: RESOURCE_EXHAUSTED naming
 /// `max_concurrent_decodes` says "retry shortly", and a client like Curio does.
-async fn submit(c: &mut ProvingEngineClient<Channel>, msg: &SubmitProofRequest, retries: &AtomicUsize) -> Result<String, tonic::Status> {
+async fn submit(
+    c: &mut ProvingEngineClient<Channel>,
+    msg: &SubmitProofRequest,
+    retries: &AtomicUsize,
+) -> Result<String, tonic::Status> {
     loop {
         match c.submit_proof(msg.clone()).await {
             Err(e) if e.code() == Code::ResourceExhausted && e.message().contains("max_concurrent_decodes") => {
@@ -106,15 +128,24 @@ async fn submit(c: &mut ProvingEngineClient<Channel>, msg: &SubmitProofRequest, 
 }
 
 /// One good request end to end on `c`: its job id and terminal response.
-async fn prove(c: &mut ProvingEngineClient<Channel>, msg: &SubmitProofRequest, retries: &AtomicUsize) -> (String, AwaitProofResponse) {
-    let job = submit(c, msg, retries).await.unwrap_or_else(|e| panic!("good request {} refused: {e:?}", msg.request_id));
-    let res = c.await_proof(AwaitProofRequest { job_id: job.clone(), timeout_ms: 0 }).await.expect("await").into_inner();
+async fn prove(
+    c: &mut ProvingEngineClient<Channel>,
+    msg: &SubmitProofRequest,
+    retries: &AtomicUsize,
+) -> (String, AwaitProofResponse) {
+    let job =
+        submit(c, msg, retries).await.unwrap_or_else(|e| panic!("good request {} refused: {e:?}", msg.request_id));
+    let res =
+        c.await_proof(AwaitProofRequest { job_id: job.clone(), timeout_ms: 0 }).await.expect("await").into_inner();
     (job, res)
 }
 
 fn check_proof(dir: &Path, m: &Manifest, kind: ProofKind, rid: &str, res: &AwaitProofResponse) {
     assert_eq!(res.status(), Status::Completed, "{rid} ({kind}): {}", res.error_message);
-    assert!(verify_with_filecoin_proofs(dir, m, kind, &res.proof).unwrap(), "{rid} ({kind}): filecoin-proofs rejects the proof");
+    assert!(
+        verify_with_filecoin_proofs(dir, m, kind, &res.proof).unwrap(),
+        "{rid} ({kind}): filecoin-proofs rejects the proof"
+    );
 }
 
 /// A `/proc/<pid>/status` figure in bytes (`VmRSS`, `VmHWM` = peak RSS).
@@ -143,7 +174,8 @@ async fn two_hundred_clients_mixing_good_bad_and_oversized_requests() {
     kinds.dedup();
     for kind in &kinds {
         let rid = format!("warm-up-{kind}");
-        let (_, res) = prove(&mut r.client, &common::submit_request(request(&dir, &m, *kind).unwrap(), &rid, 0), &retries).await;
+        let (_, res) =
+            prove(&mut r.client, &common::submit_request(request(&dir, &m, *kind).unwrap(), &rid, 0), &retries).await;
         check_proof(&dir, &m, *kind, &rid, &res);
     }
     let (idle_rss, warm_peak) = (proc_bytes(pid, "VmRSS"), proc_bytes(pid, "VmHWM"));
@@ -155,7 +187,9 @@ async fn two_hundred_clients_mixing_good_bad_and_oversized_requests() {
     let mut bad_count = 0;
     let plan: Vec<(SubmitProofRequest, Result<ProofKind, Bad>)> = (0..CLIENTS)
         .map(|i| match good_at.iter().position(|&g| g == i) {
-            Some(j) => (common::submit_request(request(&dir, &m, GOOD[j]).unwrap(), &format!("many-good-{i}"), 0), Ok(GOOD[j])),
+            Some(j) => {
+                (common::submit_request(request(&dir, &m, GOOD[j]).unwrap(), &format!("many-good-{i}"), 0), Ok(GOOD[j]))
+            }
             None => {
                 let mut b = templates[bad_count % templates.len()].clone();
                 bad_count += 1;
@@ -177,7 +211,9 @@ async fn two_hundred_clients_mixing_good_bad_and_oversized_requests() {
     // proofs side by side, or held on to refused requests in bulk would exceed it.
     let sent: u64 = plan
         .iter()
-        .map(|(msg, _)| (msg.vanilla_proof.len() + msg.vanilla_proofs.iter().map(Vec::len).sum::<usize>()).min(MAX_MESSAGE) as u64)
+        .map(|(msg, _)| {
+            (msg.vanilla_proof.len() + msg.vanilla_proofs.iter().map(Vec::len).sum::<usize>()).min(MAX_MESSAGE) as u64
+        })
         .sum();
     let proving = warm_peak.saturating_sub(idle_rss);
     let flood_bound = 2 * sent + 4 * 3 * MAX_MESSAGE as u64 + 2 * proving + (256 << 20);
@@ -190,9 +226,11 @@ async fn two_hundred_clients_mixing_good_bad_and_oversized_requests() {
     let tasks: Vec<_> = plan
         .iter()
         .map(|(msg, expect)| {
-            let (socket, start, retries, msg, good) = (r.socket.clone(), start.clone(), retries.clone(), msg.clone(), expect.is_ok());
+            let (socket, start, retries, msg, good) =
+                (r.socket.clone(), start.clone(), retries.clone(), msg.clone(), expect.is_ok());
             tokio::spawn(tokio::time::timeout(CLIENT_LIMIT, async move {
-                let mut c = ProvingEngineClient::new(common::connect(&socket).await).max_decoding_message_size(MAX_MESSAGE);
+                let mut c =
+                    ProvingEngineClient::new(common::connect(&socket).await).max_decoding_message_size(MAX_MESSAGE);
                 start.wait().await;
                 if good {
                     let (job, res) = prove(&mut c, &msg, &retries).await;
@@ -216,12 +254,25 @@ async fn two_hundred_clients_mixing_good_bad_and_oversized_requests() {
     assert!(r.daemon.exited().is_none(), "the daemon died under the flood: {:?}", r.daemon.exited());
 
     // Every bad request refused for its own reason; every good one proved and verified.
-    let (mut jobs, mut proofs, mut slowest_refusal, mut seen) = (HashSet::new(), HashSet::new(), Duration::ZERO, HashSet::new());
+    let (mut jobs, mut proofs, mut slowest_refusal, mut seen) =
+        (HashSet::new(), HashSet::new(), Duration::ZERO, HashSet::new());
     for ((msg, expect), (outcome, took)) in plan.iter().zip(outcomes) {
         match (expect, outcome) {
             (Err(bad), Outcome::Refused(e)) => {
-                assert!(bad.codes.contains(&e.code()), "{} ({}): expected {:?}, got {e:?}", msg.request_id, bad.what, bad.codes);
-                assert!(e.message().contains(bad.says), "{} ({}): the error does not say {:?}: {e:?}", msg.request_id, bad.what, bad.says);
+                assert!(
+                    bad.codes.contains(&e.code()),
+                    "{} ({}): expected {:?}, got {e:?}",
+                    msg.request_id,
+                    bad.what,
+                    bad.codes
+                );
+                assert!(
+                    e.message().contains(bad.says),
+                    "{} ({}): the error does not say {:?}: {e:?}",
+                    msg.request_id,
+                    bad.what,
+                    bad.says
+                );
                 if seen.insert(bad.what) {
                     println!("{:>28}: {:?} {}", bad.what, e.code(), e.message());
                 }
@@ -247,12 +298,20 @@ async fn two_hundred_clients_mixing_good_bad_and_oversized_requests() {
          RSS idle {} MiB, warm peak {} MiB, flood peak {} MiB (bound {} MiB over idle, {} MiB sent)",
         GOOD.len(), retries.load(Ordering::Relaxed), mib(idle_rss), mib(warm_peak), mib(peak), mib(flood_bound), mib(sent)
     );
-    assert!(peak <= idle_rss + flood_bound, "peak RSS {} MiB exceeds idle {} MiB + {} MiB", mib(peak), mib(idle_rss), mib(flood_bound));
+    assert!(
+        peak <= idle_rss + flood_bound,
+        "peak RSS {} MiB exceeds idle {} MiB + {} MiB",
+        mib(peak),
+        mib(idle_rss),
+        mib(flood_bound)
+    );
 
     // Still serving: a fresh client's good request after the flood.
     let mut c = ProvingEngineClient::new(common::connect(&r.socket).await);
     let after = common::submit_request(request(&dir, &m, ProofKind::WinningPost).unwrap(), "after-the-flood", 0);
-    let (_, res) = tokio::time::timeout(CLIENT_LIMIT, prove(&mut c, &after, &retries)).await.expect("the request after the flood hung");
+    let (_, res) = tokio::time::timeout(CLIENT_LIMIT, prove(&mut c, &after, &retries))
+        .await
+        .expect("the request after the flood hung");
     check_proof(&dir, &m, ProofKind::WinningPost, "after-the-flood", &res);
 
     // Nothing lost, nothing extra: exactly the warm-ups, the good ones and the last one were

@@ -18,7 +18,10 @@ fn version_names_the_crate_version_the_commit_and_cuda() {
     // A short hash (with "-dirty" from a modified tree), or "unknown" outside git.
     let commit = text.split("(commit ").nth(1).and_then(|t| t.split(',').next()).unwrap_or("");
     let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
-    assert!(hash == "unknown" || (hash.len() >= 4 && hash.chars().all(|c| c.is_ascii_hexdigit())), "commit {commit:?} in {text}");
+    assert!(
+        hash == "unknown" || (hash.len() >= 4 && hash.chars().all(|c| c.is_ascii_hexdigit())),
+        "commit {commit:?} in {text}"
+    );
     if cfg!(feature = "cuda") {
         // The runtime and the oldest driver that runs it, then the GPU targets.
         assert!(text.contains("cuda on (CUDA ") && text.contains(" runtime, driver >= "), "{text}");
@@ -72,7 +75,10 @@ fn auto_backend_is_named_in_status_and_a_cpu_fallback_is_warned_about() {
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", http_port)).is_err() {
         if let Some(status) = daemon.0.try_wait().unwrap() {
-            panic!("cuzk-daemon exited during start-up: {status}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+            panic!(
+                "cuzk-daemon exited during start-up: {status}\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
         }
         assert!(start.elapsed() < Duration::from_secs(60), "no HTTP listener on port {http_port}");
         std::thread::sleep(Duration::from_millis(100));

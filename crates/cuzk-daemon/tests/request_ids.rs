@@ -34,7 +34,8 @@ async fn submit(c: &mut ProvingEngineClient<Channel>, req: ProofRequest, request
 
 /// Await a job to its end and require a WindowPoSt proof that filecoin-proofs accepts.
 async fn verified_proof(c: &mut ProvingEngineClient<Channel>, job_id: &str, dir: &Path, m: &Manifest) -> Vec<u8> {
-    let res = c.await_proof(AwaitProofRequest { job_id: job_id.into(), timeout_ms: 0 }).await.expect("await").into_inner();
+    let res =
+        c.await_proof(AwaitProofRequest { job_id: job_id.into(), timeout_ms: 0 }).await.expect("await").into_inner();
     assert_eq!(res.status(), Status::Completed, "job {job_id}: {}", res.error_message);
     assert!(
         verify_with_filecoin_proofs(dir, m, ProofKind::WindowPostPartition, &res.proof).unwrap(),

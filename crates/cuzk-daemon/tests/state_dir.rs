@@ -22,7 +22,8 @@ use cuzk_proto::v1::{GetStatusRequest, ProveRequest};
 
 /// Every name under `dir`, sorted: what the daemon must leave unchanged.
 fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     names
 }
@@ -48,7 +49,14 @@ struct Run {
 
 /// One daemon start with `config`, notifications on `notify`: wait for READY=1, check the
 /// preload is resident, prove one WindowPoSt, SIGTERM, wait for STOPPING=1 and exit 0.
-async fn run_once(config: &Path, notify: &UnixDatagram, notify_path: &Path, socket: &Path, log: &Path, fixtures: &Path) -> Run {
+async fn run_once(
+    config: &Path,
+    notify: &UnixDatagram,
+    notify_path: &Path,
+    socket: &Path,
+    log: &Path,
+    fixtures: &Path,
+) -> Run {
     let m = shared_fixture_set().unwrap().1;
     let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
         .arg("--config")
@@ -64,9 +72,13 @@ async fn run_once(config: &Path, notify: &UnixDatagram, notify_path: &Path, sock
     assert!(seen.contains("STATUS=preloading wpost-2k"), "{seen}");
     let mut client = ProvingEngineClient::new(common::connect(socket).await);
     let st = client.get_status(GetStatusRequest {}).await.unwrap().into_inner();
-    assert!(st.loaded_srs.iter().any(|s| s.circuit_id == "wpost-2k"), "READY=1 before the preload was resident: {st:?}");
+    assert!(
+        st.loaded_srs.iter().any(|s| s.circuit_id == "wpost-2k"),
+        "READY=1 before the preload was resident: {st:?}"
+    );
 
-    let req = common::submit_request(request(fixtures, &m, ProofKind::WindowPostPartition).unwrap(), "state-dir-wpost", 0);
+    let req =
+        common::submit_request(request(fixtures, &m, ProofKind::WindowPostPartition).unwrap(), "state-dir-wpost", 0);
     let res = client.prove(ProveRequest { submit: Some(req) }).await.unwrap().into_inner().result.unwrap();
     assert_eq!(res.status(), Status::Completed, "{}", res.error_message);
 
@@ -120,7 +132,10 @@ async fn state_goes_to_the_state_dir_and_ready_waits_for_preloads() {
     assert!(!first.log.contains("subgroup check skipped"), "a fresh copy must be checked:\n{}", first.log);
     assert!(first.log.contains("PCE extracted"), "{}", first.log);
     let name = files.params.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(state.join("subgroup-checked").join(format!("{name}.cuzk-checked")).is_file(), "no record in the state directory");
+    assert!(
+        state.join("subgroup-checked").join(format!("{name}.cuzk-checked")).is_file(),
+        "no record in the state directory"
+    );
     assert!(state.join("pce").join("wpost-2k.pce").is_file(), "no PCE cache in the state directory");
     assert_eq!(listing(&params), before, "the daemon wrote into the parameter directory");
 

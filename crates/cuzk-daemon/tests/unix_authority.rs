@@ -72,7 +72,8 @@ async fn unix_socket_answers_any_authority() {
     let socket = running.socket.clone();
     let answers = tokio::task::spawn_blocking(move || {
         let path = socket.display().to_string();
-        ["localhost".to_string(), path.replace('/', "%2F"), path, String::new()].map(|a| (call_with_authority(&socket, &a), a))
+        ["localhost".to_string(), path.replace('/', "%2F"), path, String::new()]
+            .map(|a| (call_with_authority(&socket, &a), a))
     })
     .await
     .unwrap();

@@ -35,7 +35,10 @@ fn pool() -> &'static ThreadPool {
 /// `f` over every item, in order, spread over the decode threads when there are enough of
 /// them. Every item is tried; of the errors, the one of the lowest index is returned, so
 /// the message a client gets does not depend on thread timing.
-pub fn try_map<T: Sync, U: Send, E: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<U, E> + Sync) -> Result<Vec<U>, E> {
+pub fn try_map<T: Sync, U: Send, E: Send>(
+    items: &[T],
+    f: impl Fn(usize, &T) -> Result<U, E> + Sync,
+) -> Result<Vec<U>, E> {
     let results: Vec<Result<U, E>> = if items.len() < PARALLEL_FROM {
         items.iter().enumerate().map(|(i, t)| f(i, t)).collect()
     } else {

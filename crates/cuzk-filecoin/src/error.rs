@@ -21,9 +21,7 @@ pub enum InputError {
     BadC1Json(String),
     #[error("PoRep C1 envelope field Phase1Out is not valid base64: {0}")]
     BadC1Base64(String),
-    #[error(
-        "C1 output is for {in_c1} but the request says {requested}; they must agree"
-    )]
+    #[error("C1 output is for {in_c1} but the request says {requested}; they must agree")]
     RegisteredProofMismatch { in_c1: String, requested: String },
     #[error("C1 envelope says sector size {envelope} but the request says {requested}")]
     EnvelopeSectorSizeMismatch { envelope: u64, requested: u64 },

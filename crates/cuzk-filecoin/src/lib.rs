@@ -7,14 +7,14 @@
 pub mod circuits;
 pub mod decode_pool;
 pub mod error;
-pub mod registry;
-pub mod params;
-pub mod request;
 /// Test inputs and reference provers (feature `fixtures`; always in this crate's own tests).
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
+pub mod params;
+pub mod registry;
+pub mod request;
 
-pub use error::InputError;
 pub use circuits::{catch_panic, prepare, Partition, PartitionCircuit, PreparedProof};
+pub use error::InputError;
 pub use registry::{CircuitId, ProofKind, Registered, SectorSize};
 pub use request::ProofRequest;

@@ -71,7 +71,10 @@ fn identifier(reg: Registered) -> Result<String> {
 
 fn porep_identifier<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoRepConfig) -> Result<String> {
     let pp = public_params::<Tree>(cfg)?;
-    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&pp))
+    Ok(<StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        _,
+    >>::cache_identifier(&pp))
 }
 
 fn winning_identifier<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig) -> Result<String> {
@@ -110,7 +113,8 @@ pub fn generate_test_params(dir: &Path, circuit: CircuitId, rng: &mut (impl RngC
     }
     let pc = blank_circuit(circuit)?.extract().with_context(|| format!("recording the R1CS of {circuit}"))?;
     let seed = rng.next_u64();
-    let srs = cuzk_pce::setup::generate_srs(&pc, seed, &circuit.to_string()).with_context(|| format!("setup of {circuit}"))?;
+    let srs = cuzk_pce::setup::generate_srs(&pc, seed, &circuit.to_string())
+        .with_context(|| format!("setup of {circuit}"))?;
     write_generated(&files, &srs, &format!("{circuit}, seed {seed}"))?;
     Ok(true)
 }
@@ -140,7 +144,8 @@ fn mark_insecure(file: &Path, what: &str) -> Result<()> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let marker = cuzk_groth16::srs::insecure_marker(file);
-    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n")).with_context(|| format!("writing {}", marker.display()))
+    fs::write(&marker, format!("{INSECURE_MARKER_TEXT}Circuit: {what}.\n"))
+        .with_context(|| format!("writing {}", marker.display()))
 }
 
 /// What every marker of generated parameters says.
@@ -149,10 +154,7 @@ publicly known seed, NOT the Filecoin trusted-setup ceremony. Anyone can forge p
 against them. For tests and benchmarks only.\n";
 
 fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) -> std::io::Result<()>) -> Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.partial",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("tmp")
-    ));
+    let tmp = path.with_extension(format!("{}.partial", path.extension().and_then(|e| e.to_str()).unwrap_or("tmp")));
     let file = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let mut w = BufWriter::with_capacity(8 << 20, file);
     write(&mut w).with_context(|| format!("writing {}", tmp.display()))?;
@@ -178,17 +180,23 @@ pub fn blank_circuit(circuit: CircuitId) -> Result<Box<dyn PartitionCircuit>> {
     }
 }
 
-fn porep_blank<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoRepConfig) -> Result<Box<dyn PartitionCircuit>> {
+fn porep_blank<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoRepConfig,
+) -> Result<Box<dyn PartitionCircuit>> {
     let pp = public_params::<Tree>(cfg)?;
     Ok(Box::new(<StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp)))
 }
 
-fn winning_blank<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig) -> Result<Box<dyn PartitionCircuit>> {
+fn winning_blank<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoStConfig,
+) -> Result<Box<dyn PartitionCircuit>> {
     let pp = winning_post_public_params::<Tree>(cfg)?;
     Ok(Box::new(<FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp)))
 }
 
-fn window_blank<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig) -> Result<Box<dyn PartitionCircuit>> {
+fn window_blank<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoStConfig,
+) -> Result<Box<dyn PartitionCircuit>> {
     let pp = window_post_public_params::<Tree>(cfg)?;
     Ok(Box::new(<FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp)))
 }
@@ -199,28 +207,40 @@ fn snap_blank<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64) -> Result<Box<
 }
 
 #[cfg(test)]
-fn porep_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoRepConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
+fn porep_generate<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoRepConfig,
+    rng: &mut (impl RngCore + Send),
+) -> Result<Params> {
     let pp = public_params::<Tree>(cfg)?;
     let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
 #[cfg(test)]
-fn winning_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
+fn winning_generate<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoStConfig,
+    rng: &mut (impl RngCore + Send),
+) -> Result<Params> {
     let pp = winning_post_public_params::<Tree>(cfg)?;
     let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
 #[cfg(test)]
-fn window_generate<Tree: 'static + MerkleTreeTrait>(cfg: &filecoin_proofs::PoStConfig, rng: &mut (impl RngCore + Send)) -> Result<Params> {
+fn window_generate<Tree: 'static + MerkleTreeTrait>(
+    cfg: &filecoin_proofs::PoStConfig,
+    rng: &mut (impl RngCore + Send),
+) -> Result<Params> {
     let pp = window_post_public_params::<Tree>(cfg)?;
     let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
 #[cfg(test)]
-fn snap_generate<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64, rng: &mut (impl RngCore + Send)) -> Result<Params> {
+fn snap_generate<Tree: 'static + MerkleTreeTrait>(
+    sector_bytes: u64,
+    rng: &mut (impl RngCore + Send),
+) -> Result<Params> {
     let pp = storage_proofs_update::PublicParams::from_sector_size(sector_bytes);
     let circuit = <EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::blank_circuit(&pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
@@ -257,7 +277,14 @@ mod tests {
             let pc = blank_circuit(circuit).unwrap().extract().unwrap();
             let ours = cuzk_pce::setup::generate_srs(&pc, 1, id).unwrap();
             let lens = [ours.h.len(), ours.l.len(), ours.a.len(), ours.b_g1.len(), ours.b_g2.len(), ours.vk.ic.len()];
-            let want = [theirs.h.len(), theirs.l.len(), theirs.a.len(), theirs.b_g1.len(), theirs.b_g2.len(), theirs.vk.ic.len()];
+            let want = [
+                theirs.h.len(),
+                theirs.l.len(),
+                theirs.a.len(),
+                theirs.b_g1.len(),
+                theirs.b_g2.len(),
+                theirs.vk.ic.len(),
+            ];
             assert_eq!(lens, want, "{id}: h, l, a, b_g1, b_g2, ic");
         }
     }
@@ -280,11 +307,19 @@ mod tests {
         let host = Srs::load_with_records(&path, SubgroupCheck::Always, Some(dir.path())).unwrap();
         assert!(host.h[..] == theirs.h[..] && host.l[..] == theirs.l[..] && host.a[..] == theirs.a[..]);
         assert!(host.b_g1[..] == theirs.b_g1[..] && host.b_g2[..] == theirs.b_g2[..]);
-        assert!(host.vk.alpha_g1 == theirs.vk.alpha_g1 && host.vk.delta_g2 == theirs.vk.delta_g2 && host.vk.ic == theirs.vk.ic);
+        assert!(
+            host.vk.alpha_g1 == theirs.vk.alpha_g1
+                && host.vk.delta_g2 == theirs.vk.delta_g2
+                && host.vk.ic == theirs.vk.ic
+        );
         let sink = Collect::default();
-        let streamed = cuzk_groth16::srs_stream::load_into(&path, SubgroupCheck::Always, Some(dir.path()), &sink).unwrap().expect("taken");
+        let streamed = cuzk_groth16::srs_stream::load_into(&path, SubgroupCheck::Always, Some(dir.path()), &sink)
+            .unwrap()
+            .expect("taken");
         let got = sink.taken.lock().unwrap().take().unwrap();
-        assert!(got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2);
+        assert!(
+            got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2
+        );
         assert_eq!(streamed.vk, host.vk);
         assert!(streamed.points_released() && !streamed.insecure, "no marker: loaded as what it is");
     }
@@ -309,9 +344,13 @@ mod tests {
         let host = Srs::load_with_records(&path, SubgroupCheck::Skip, Some(dir.path())).unwrap();
         assert!(host.h == generated.h && host.b_g2 == generated.b_g2 && host.vk == generated.vk);
         let sink = Collect::default();
-        let streamed = cuzk_groth16::srs_stream::load_into(&path, SubgroupCheck::Skip, Some(dir.path()), &sink).unwrap().expect("taken");
+        let streamed = cuzk_groth16::srs_stream::load_into(&path, SubgroupCheck::Skip, Some(dir.path()), &sink)
+            .unwrap()
+            .expect("taken");
         let got = sink.taken.lock().unwrap().take().unwrap();
-        assert!(got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2);
+        assert!(
+            got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2
+        );
         assert_eq!(streamed.vk, host.vk);
         assert_eq!(streamed.query_lens(), host.query_lens());
         assert!(host.query_lens().h >= (1 << 16) - 1, "an 8 MiB key, not a toy: {:?}", host.query_lens());

@@ -59,13 +59,8 @@ pub enum SectorSize {
 }
 
 impl SectorSize {
-    pub const ALL: [SectorSize; 5] = [
-        SectorSize::S2KiB,
-        SectorSize::S8MiB,
-        SectorSize::S512MiB,
-        SectorSize::S32GiB,
-        SectorSize::S64GiB,
-    ];
+    pub const ALL: [SectorSize; 5] =
+        [SectorSize::S2KiB, SectorSize::S8MiB, SectorSize::S512MiB, SectorSize::S32GiB, SectorSize::S64GiB];
 
     pub fn bytes(self) -> u64 {
         match self {
@@ -78,10 +73,7 @@ impl SectorSize {
     }
 
     pub fn from_bytes(bytes: u64) -> Result<Self, InputError> {
-        Self::ALL
-            .into_iter()
-            .find(|s| s.bytes() == bytes)
-            .ok_or(InputError::UnsupportedSectorSize(bytes))
+        Self::ALL.into_iter().find(|s| s.bytes() == bytes).ok_or(InputError::UnsupportedSectorSize(bytes))
     }
 
     /// Index within each size group of the registered-proof enums (2 KiB = 0 … 64 GiB = 4).
@@ -139,7 +131,13 @@ impl Registered {
                 use RegisteredSealProof::*;
                 let table: [[RegisteredSealProof; 5]; 4] = [
                     [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1],
-                    [StackedDrg2KiBV1_1, StackedDrg8MiBV1_1, StackedDrg512MiBV1_1, StackedDrg32GiBV1_1, StackedDrg64GiBV1_1],
+                    [
+                        StackedDrg2KiBV1_1,
+                        StackedDrg8MiBV1_1,
+                        StackedDrg512MiBV1_1,
+                        StackedDrg32GiBV1_1,
+                        StackedDrg64GiBV1_1,
+                    ],
                     [
                         StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
                         StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
@@ -155,7 +153,8 @@ impl Registered {
                         StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
                     ],
                 ];
-                let p = *table.get(group as usize).ok_or_else(unknown)?.get(size.index() as usize).ok_or_else(unknown)?;
+                let p =
+                    *table.get(group as usize).ok_or_else(unknown)?.get(size.index() as usize).ok_or_else(unknown)?;
                 if group == 3 {
                     // NI-PoRep output is a SnarkPack aggregate of many partition proofs; we do
                     // not aggregate (yet), and returning plain partition proofs would be wrong.
@@ -168,11 +167,30 @@ impl Registered {
             ProofKind::WinningPost | ProofKind::WindowPostPartition => {
                 use RegisteredPoStProof::*;
                 let table: [[RegisteredPoStProof; 5]; 3] = [
-                    [StackedDrgWinning2KiBV1, StackedDrgWinning8MiBV1, StackedDrgWinning512MiBV1, StackedDrgWinning32GiBV1, StackedDrgWinning64GiBV1],
-                    [StackedDrgWindow2KiBV1, StackedDrgWindow8MiBV1, StackedDrgWindow512MiBV1, StackedDrgWindow32GiBV1, StackedDrgWindow64GiBV1],
-                    [StackedDrgWindow2KiBV1_2, StackedDrgWindow8MiBV1_2, StackedDrgWindow512MiBV1_2, StackedDrgWindow32GiBV1_2, StackedDrgWindow64GiBV1_2],
+                    [
+                        StackedDrgWinning2KiBV1,
+                        StackedDrgWinning8MiBV1,
+                        StackedDrgWinning512MiBV1,
+                        StackedDrgWinning32GiBV1,
+                        StackedDrgWinning64GiBV1,
+                    ],
+                    [
+                        StackedDrgWindow2KiBV1,
+                        StackedDrgWindow8MiBV1,
+                        StackedDrgWindow512MiBV1,
+                        StackedDrgWindow32GiBV1,
+                        StackedDrgWindow64GiBV1,
+                    ],
+                    [
+                        StackedDrgWindow2KiBV1_2,
+                        StackedDrgWindow8MiBV1_2,
+                        StackedDrgWindow512MiBV1_2,
+                        StackedDrgWindow32GiBV1_2,
+                        StackedDrgWindow64GiBV1_2,
+                    ],
                 ];
-                let p = *table.get(group as usize).ok_or_else(unknown)?.get(size.index() as usize).ok_or_else(unknown)?;
+                let p =
+                    *table.get(group as usize).ok_or_else(unknown)?.get(size.index() as usize).ok_or_else(unknown)?;
                 match (kind, group) {
                     (ProofKind::WinningPost, 0) => Registered::Winning(p),
                     (ProofKind::WindowPostPartition, 1 | 2) => Registered::Window(p),
@@ -187,7 +205,8 @@ impl Registered {
             }
             ProofKind::SnapDealsUpdate => {
                 use RegisteredUpdateProof::*;
-                let table = [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1];
+                let table =
+                    [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1];
                 if group != 0 {
                     return Err(unknown());
                 }
@@ -236,9 +255,7 @@ impl Registered {
         match self {
             Registered::Seal(p) => p.partitions() as usize,
             Registered::Winning(_) | Registered::Window(_) => 1,
-            Registered::Update(p) => {
-                storage_proofs_update::constants::partition_count(p.sector_size().0 as usize / 32)
-            }
+            Registered::Update(p) => storage_proofs_update::constants::partition_count(p.sector_size().0 as usize / 32),
         }
     }
 
@@ -298,9 +315,15 @@ mod tests {
         assert_eq!(r(ProofKind::PoRepSealCommit, 8), Registered::Seal(StackedDrg32GiBV1_1));
         assert_eq!(r(ProofKind::PoRepSealCommit, 13), Registered::Seal(StackedDrg32GiBV1_1_Feat_SyntheticPoRep));
         assert_eq!(r(ProofKind::WinningPost, 3), Registered::Winning(RegisteredPoStProof::StackedDrgWinning32GiBV1));
-        assert_eq!(r(ProofKind::WindowPostPartition, 8), Registered::Window(RegisteredPoStProof::StackedDrgWindow32GiBV1));
+        assert_eq!(
+            r(ProofKind::WindowPostPartition, 8),
+            Registered::Window(RegisteredPoStProof::StackedDrgWindow32GiBV1)
+        );
         // Go's Window V1_1 is the api's V1_2.
-        assert_eq!(r(ProofKind::WindowPostPartition, 13), Registered::Window(RegisteredPoStProof::StackedDrgWindow32GiBV1_2));
+        assert_eq!(
+            r(ProofKind::WindowPostPartition, 13),
+            Registered::Window(RegisteredPoStProof::StackedDrgWindow32GiBV1_2)
+        );
         assert_eq!(r(ProofKind::SnapDealsUpdate, 4), Registered::Update(RegisteredUpdateProof::StackedDrg64GiBV1));
         for n in 0..15 {
             let reg = Registered::resolve(ProofKind::PoRepSealCommit, n, 0).unwrap();
@@ -324,14 +347,8 @@ mod tests {
             Registered::resolve(ProofKind::PoRepSealCommit, 99, 0),
             Err(InputError::UnknownRegisteredProof { .. })
         ));
-        assert!(matches!(
-            Registered::resolve(ProofKind::PoRepSealCommit, 15, 0),
-            Err(InputError::Unsupported(_))
-        ));
-        assert!(matches!(
-            Registered::resolve(ProofKind::WinningPost, 7, 0),
-            Err(InputError::WrongKindForProof { .. })
-        ));
+        assert!(matches!(Registered::resolve(ProofKind::PoRepSealCommit, 15, 0), Err(InputError::Unsupported(_))));
+        assert!(matches!(Registered::resolve(ProofKind::WinningPost, 7, 0), Err(InputError::WrongKindForProof { .. })));
         assert!(matches!(
             Registered::resolve(ProofKind::PoRepSealCommit, 5, 32 << 30),
             Err(InputError::SectorSizeMismatch { .. })

@@ -54,7 +54,8 @@ pub fn commitment(name: &'static str, bytes: &[u8]) -> Result<[u8; 32], InputErr
 /// PoSt randomness: 32 bytes, reduced into the field the way filecoin-ffi does (top two bits
 /// of the last byte cleared).
 pub fn post_randomness(bytes: &[u8]) -> Result<[u8; 32], InputError> {
-    let mut r: [u8; 32] = bytes.try_into().map_err(|_| InputError::BadLength { name: "randomness", got: bytes.len() })?;
+    let mut r: [u8; 32] =
+        bytes.try_into().map_err(|_| InputError::BadLength { name: "randomness", got: bytes.len() })?;
     r[31] &= 0x3f;
     Ok(r)
 }
@@ -71,7 +72,10 @@ mod tests {
         assert_eq!(prover_id_from_miner(0)[0], 0);
         assert_eq!(&prover_id_from_miner(127)[..2], &[0x7f, 0]);
         assert_eq!(&prover_id_from_miner(128)[..3], &[0x80, 0x01, 0]);
-        assert_eq!(&prover_id_from_miner(u64::MAX)[..10], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        assert_eq!(
+            &prover_id_from_miner(u64::MAX)[..10],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+        );
     }
 
     #[test]

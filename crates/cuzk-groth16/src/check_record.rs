@@ -106,7 +106,8 @@ pub fn version_checked(path: &Path, version: &FileVersion, records: Option<&Path
 
 fn stamp_checked(path: &Path, now: &str, records: Option<&Path>) -> bool {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let in_records = records.and_then(|d| in_dir(d, path)).filter(|r| trusted(r)).and_then(|r| std::fs::read_to_string(r).ok());
+    let in_records =
+        records.and_then(|d| in_dir(d, path)).filter(|r| trusted(r)).and_then(|r| std::fs::read_to_string(r).ok());
     if let Some(text) = in_records {
         let mut lines = text.lines();
         if lines.next() == Some(&*canonical.to_string_lossy()) && lines.next().map(str::trim) == Some(now) {

@@ -88,7 +88,15 @@ pub fn check_shape(srs: &Srs, w: &ProvingAssignment) -> Result<Shape, ProveError
 /// The same check from sizes alone, for backends that compute a, b, c themselves (from a
 /// witness and pre-compiled matrices): `m` constraints (input rows included), the witness
 /// lengths and the three density counts.
-pub fn check_sizes(srs: &Srs, m: usize, num_inputs: usize, num_aux: usize, a_aux: usize, b_inputs: usize, b_aux: usize) -> Result<Shape, ProveError> {
+pub fn check_sizes(
+    srs: &Srs,
+    m: usize,
+    num_inputs: usize,
+    num_aux: usize,
+    a_aux: usize,
+    b_inputs: usize,
+    b_aux: usize,
+) -> Result<Shape, ProveError> {
     let domain = Domain::for_size(m).ok_or(ProveError::TooLarge(m))?;
     let mismatch = |what: &str, want: usize, have: usize| {
         Err(ProveError::ShapeMismatch(format!("{what}: circuit needs {want}, parameters have {have}")))
@@ -169,12 +177,24 @@ impl CpuProver {
         if srs.points_released() {
             return Err(ProveError::Backend {
                 backend: "cpu".into(),
-                message: format!("the host copy of {} was released (the GPUs hold it); the CPU cannot prove with it", srs.path.display()),
+                message: format!(
+                    "the host copy of {} was released (the GPUs hold it); the CPU cannot prove with it",
+                    srs.path.display()
+                ),
             });
         }
         let shape = check_shape(srs, &w)?;
         let mut t = CpuTimings::default();
-        let ProvingAssignment { a_aux_density, b_input_density, b_aux_density, a, b, c, input_assignment, aux_assignment } = w;
+        let ProvingAssignment {
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            a,
+            b,
+            c,
+            input_assignment,
+            aux_assignment,
+        } = w;
 
         let timed = |f: &mut dyn FnMut() -> G1Projective, slot: &mut Duration| {
             let s = Instant::now();

@@ -114,7 +114,13 @@ impl Srs {
 
     /// The queries' lengths, whether or not the host copies are still here.
     pub fn query_lens(&self) -> QueryLens {
-        self.released.unwrap_or(QueryLens { h: self.h.len(), l: self.l.len(), a: self.a.len(), b_g1: self.b_g1.len(), b_g2: self.b_g2.len() })
+        self.released.unwrap_or(QueryLens {
+            h: self.h.len(),
+            l: self.l.len(),
+            a: self.a.len(),
+            b_g1: self.b_g1.len(),
+            b_g2: self.b_g2.len(),
+        })
     }
 
     /// Whether the host copies of the query points are gone (see [`Srs::release_points`]).
@@ -249,7 +255,10 @@ fn write_points<P: Sync>(
     encode: impl Fn(&P) -> Vec<u8> + Sync,
 ) -> std::io::Result<()> {
     let count = u32::try_from(points.len()).map_err(|_| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{section}: {} points overflow a u32 count", points.len()))
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{section}: {} points overflow a u32 count", points.len()),
+        )
     })?;
     w.write_all(&count.to_be_bytes())?;
     // Encode in parallel, write in order, a chunk at a time (memory stays at one chunk).
@@ -279,7 +288,11 @@ pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, SrsError> {
 
 /// The file mapped, whether this load must check subgroups, and the version it mapped (for
 /// the record, see [`crate::check_record::FileVersion`]).
-fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mmap, bool, Option<FileVersion>), SrsError> {
+fn open(
+    path: &Path,
+    check: SubgroupCheck,
+    records: Option<&Path>,
+) -> Result<(Mmap, bool, Option<FileVersion>), SrsError> {
     let io = |source| SrsError::Io { path: path.into(), source };
     let file = File::open(path).map_err(io)?;
     // SAFETY: the map is read-only and parameter files are never modified in place (they
@@ -290,7 +303,12 @@ fn open(path: &Path, check: SubgroupCheck, records: Option<&Path>) -> Result<(Mm
 }
 
 /// Whether a load of `version` of `path` must check subgroups.
-pub(crate) fn must_check(path: &Path, check: SubgroupCheck, records: Option<&Path>, version: Option<&FileVersion>) -> bool {
+pub(crate) fn must_check(
+    path: &Path,
+    check: SubgroupCheck,
+    records: Option<&Path>,
+    version: Option<&FileVersion>,
+) -> bool {
     match check {
         SubgroupCheck::Skip => false,
         SubgroupCheck::Always => true,

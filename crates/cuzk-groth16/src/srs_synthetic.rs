@@ -151,7 +151,10 @@ pub fn write_synthetic(
 ) -> std::io::Result<u64> {
     let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
     let Some([h, l, a, b, ic]) = shape.lengths() else {
-        return Err(invalid(format!("{} constraints exceed the largest FFT domain of the field", shape.num_constraints)));
+        return Err(invalid(format!(
+            "{} constraints exceed the largest FFT domain of the field",
+            shape.num_constraints
+        )));
     };
     let g1_bytes = |p: &[G1Affine]| p.iter().flat_map(|p| p.to_uncompressed()).collect::<Vec<u8>>();
     let g2_bytes = |p: &[G2Affine]| p.iter().flat_map(|p| p.to_uncompressed()).collect::<Vec<u8>>();
@@ -181,8 +184,9 @@ pub fn write_synthetic(
 
 /// A count and `len` points: the serialised pool repeated, as [`tile`] repeats it.
 fn section(out: &mut impl std::io::Write, pool: &[u8], point: usize, len: usize) -> std::io::Result<u64> {
-    let count = u32::try_from(len)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{len} points overflow a u32 count")))?;
+    let count = u32::try_from(len).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{len} points overflow a u32 count"))
+    })?;
     out.write_all(&count.to_be_bytes())?;
     let mut left = len * point;
     while left > 0 {
@@ -281,7 +285,8 @@ mod tests {
         }
         assert!(a.b_g2.iter().all(|p| bool::from(p.is_torsion_free()) && !bool::from(p.is_identity())));
         assert_ne!(a.h[0], a.l[0]);
-        let distinct: std::collections::HashSet<Vec<u8>> = pool(9, 2, g1_mul).iter().map(|p| p.to_compressed().to_vec()).collect();
+        let distinct: std::collections::HashSet<Vec<u8>> =
+            pool(9, 2, g1_mul).iter().map(|p| p.to_compressed().to_vec()).collect();
         assert_eq!(distinct.len(), POOL);
     }
 }

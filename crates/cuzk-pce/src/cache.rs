@@ -491,7 +491,9 @@ mod tests {
         for mode in [0o666, 0o646, 0o660, 0o620] {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
             match load(&path, "small") {
-                Err(e @ CacheError::Untrusted { .. }) => assert!(e.to_string().contains(&*path.to_string_lossy()), "{e}"),
+                Err(e @ CacheError::Untrusted { .. }) => {
+                    assert!(e.to_string().contains(&*path.to_string_lossy()), "{e}")
+                }
                 other => panic!("a file of mode {mode:o}: {other:?}"),
             }
         }

@@ -52,7 +52,12 @@ impl CompactFrVec {
     /// Room for `len` values without reallocating the tags (values other than 0/1 still grow
     /// their own vector: how many there are is not known in advance).
     pub fn with_capacity(len: usize) -> Self {
-        CompactFrVec { tags: Vec::with_capacity(len.div_ceil(PER_WORD)), sealed: Vec::new(), others: Vec::new(), len: 0 }
+        CompactFrVec {
+            tags: Vec::with_capacity(len.div_ceil(PER_WORD)),
+            sealed: Vec::new(),
+            others: Vec::new(),
+            len: 0,
+        }
     }
 
     pub fn from_slice(values: &[Fr]) -> Self {
@@ -263,16 +268,18 @@ impl CompactFrVec {
         let mut out: Vec<Fr> = Vec::with_capacity(self.len);
         advise_huge_pages(&out);
         let slots = &mut out.spare_capacity_mut()[..self.len];
-        slots.par_chunks_mut(chunk_len).zip(self.tags.par_chunks(WORDS_PER_CHUNK)).zip(starts).for_each(|((out, words), start)| {
-            let mut others = self.stored_from(start);
-            for (i, v) in out.iter_mut().enumerate() {
-                v.write(match (words[i / PER_WORD] >> (2 * (i % PER_WORD))) & 0b11 {
-                    TAG_ZERO => Fr::ZERO,
-                    TAG_ONE => Fr::ONE,
-                    _ => *others.next().expect("a stored value for every TAG_OTHER"),
-                });
-            }
-        });
+        slots.par_chunks_mut(chunk_len).zip(self.tags.par_chunks(WORDS_PER_CHUNK)).zip(starts).for_each(
+            |((out, words), start)| {
+                let mut others = self.stored_from(start);
+                for (i, v) in out.iter_mut().enumerate() {
+                    v.write(match (words[i / PER_WORD] >> (2 * (i % PER_WORD))) & 0b11 {
+                        TAG_ZERO => Fr::ZERO,
+                        TAG_ONE => Fr::ONE,
+                        _ => *others.next().expect("a stored value for every TAG_OTHER"),
+                    });
+                }
+            },
+        );
         // SAFETY: the chunks cover slots[..len] (par_chunks_mut over exactly len slots) and the
         // loop writes every slot of its chunk.
         unsafe { out.set_len(self.len) };
@@ -458,4 +465,3 @@ mod tests {
         }
     }
 }
-

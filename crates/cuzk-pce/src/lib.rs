@@ -104,7 +104,12 @@ impl PreCompiled {
     /// depends on its values, which a Groth16 circuit must not).
     pub fn check_witness_len(&self, num_inputs: usize, num_aux: usize) -> Result<(), PceError> {
         if num_inputs != self.num_inputs || num_aux != self.num_aux {
-            return Err(PceError::WitnessLength { got_inputs: num_inputs, got_aux: num_aux, want_inputs: self.num_inputs, want_aux: self.num_aux });
+            return Err(PceError::WitnessLength {
+                got_inputs: num_inputs,
+                got_aux: num_aux,
+                want_inputs: self.num_inputs,
+                want_aux: self.num_aux,
+            });
         }
         Ok(())
     }
@@ -169,7 +174,11 @@ pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<(Vec<Fr>, Vec<Fr>), Synthes
 
 /// [`witness`] into vectors allocated up front for `num_inputs` inputs and `num_aux` aux
 /// variables (a pre-compiled circuit's sizes); the result is the same, only cheaper to make.
-pub fn witness_sized<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
+pub fn witness_sized<C: Circuit<Fr>>(
+    circuit: C,
+    num_inputs: usize,
+    num_aux: usize,
+) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError> {
     let mut cs = WitnessCs::<Vec<Fr>>::with_capacity(num_inputs, num_aux);
     circuit.synthesize(&mut cs)?;
     Ok((cs.inputs, cs.aux))
@@ -177,7 +186,11 @@ pub fn witness_sized<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: usi
 
 /// [`witness_sized`] with the aux values left compact (see [`CompactFrVec`]): what a
 /// partition holds while it waits for a prover. `aux.to_vec()` gives the plain vector.
-pub fn witness_compact<C: Circuit<Fr>>(circuit: C, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+pub fn witness_compact<C: Circuit<Fr>>(
+    circuit: C,
+    num_inputs: usize,
+    num_aux: usize,
+) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
     let mut cs = WitnessCs::<CompactFrVec>::with_capacity(num_inputs, num_aux);
     circuit.synthesize(&mut cs)?;
     Ok((cs.inputs, cs.aux))

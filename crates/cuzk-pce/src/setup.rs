@@ -36,7 +36,12 @@ pub fn generate_srs(pc: &PreCompiled, seed: u64, label: &str) -> Result<Srs, Set
 
 /// [`generate_srs`] with the fixed-base multiplications done by `mul` (e.g. a GPU); the
 /// points are the same whoever computes them.
-pub fn generate_srs_with(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn setup::FixedBaseMul) -> Result<Srs, SetupError> {
+pub fn generate_srs_with(
+    pc: &PreCompiled,
+    seed: u64,
+    label: &str,
+    mul: &dyn setup::FixedBaseMul,
+) -> Result<Srs, SetupError> {
     generate_srs_into(pc, seed, label, mul, None)
 }
 
@@ -44,7 +49,13 @@ pub fn generate_srs_with(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn set
 /// backend that accepts receives every point as it is computed, and the result keeps none.
 /// The matrices' mapped pages are given back once the evaluations are done (the setup reads
 /// the matrices no more), so at the peak the host holds the aux evaluations and one chunk.
-pub fn generate_srs_into(pc: &PreCompiled, seed: u64, label: &str, mul: &dyn setup::FixedBaseMul, sink: Option<&dyn QuerySink>) -> Result<Srs, SetupError> {
+pub fn generate_srs_into(
+    pc: &PreCompiled,
+    seed: u64,
+    label: &str,
+    mul: &dyn setup::FixedBaseMul,
+    sink: Option<&dyn QuerySink>,
+) -> Result<Srs, SetupError> {
     let t = Trapdoor::from_seed(seed);
     let domain = setup::domain_for(pc.num_constraints)?;
     let start = Instant::now();
@@ -99,7 +110,9 @@ fn input_columns(m: &Csr, lagrange: &[Fr], num_inputs: usize) -> Vec<Fr> {
 pub fn evaluations(pc: &PreCompiled, lagrange: &[Fr]) -> (Evaluations, Evaluations) {
     let mut aux = Evaluations::zeros(pc.num_aux);
     let mut inputs = Evaluations::default();
-    for (m, ins, auxs) in [(&pc.a, &mut inputs.u, &mut aux.u), (&pc.b, &mut inputs.v, &mut aux.v), (&pc.c, &mut inputs.w, &mut aux.w)] {
+    for (m, ins, auxs) in
+        [(&pc.a, &mut inputs.u, &mut aux.u), (&pc.b, &mut inputs.v, &mut aux.v), (&pc.c, &mut inputs.w, &mut aux.w)]
+    {
         *ins = input_columns(m, lagrange, pc.num_inputs);
         aux_columns(m, lagrange, auxs);
         // Done with this matrix: a mapped one gives its pages back now, not after all three
@@ -164,7 +177,10 @@ mod tests {
             let x3_val = x2_val.zip(x_val).map(|(a, b)| a * b);
             let x3 = cs.alloc(|| "x3", || x3_val.ok_or(SynthesisError::AssignmentMissing))?;
             cs.enforce(|| "x3", |lc| lc + x2, |lc| lc + x, |lc| lc + x3);
-            let y = cs.alloc_input(|| "y", || x3_val.zip(x_val).map(|(a, b)| a + b + Fr::from(5)).ok_or(SynthesisError::AssignmentMissing))?;
+            let y = cs.alloc_input(
+                || "y",
+                || x3_val.zip(x_val).map(|(a, b)| a + b + Fr::from(5)).ok_or(SynthesisError::AssignmentMissing),
+            )?;
             cs.enforce(|| "y", |lc| lc + x3 + x + (Fr::from(5), CS::one()), |lc| lc + CS::one(), |lc| lc + y);
             Ok(())
         }
@@ -198,6 +214,9 @@ mod tests {
         assert_ne!(generate_vk(&pc, 12).unwrap(), srs.vk);
         let shape = pc.srs_shape();
         let [h, l, a, b, ic] = shape.lengths().unwrap();
-        assert_eq!((srs.h.len(), srs.l.len(), srs.a.len(), srs.b_g1.len(), srs.b_g2.len(), srs.vk.ic.len()), (h, l, a, b, b, ic));
+        assert_eq!(
+            (srs.h.len(), srs.l.len(), srs.a.len(), srs.b_g1.len(), srs.b_g2.len(), srs.vk.ic.len()),
+            (h, l, a, b, b, ic)
+        );
     }
 }

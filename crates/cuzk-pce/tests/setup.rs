@@ -18,7 +18,9 @@ fn lengths(s: &Srs) -> [usize; 6] {
     [s.h.len(), s.l.len(), s.a.len(), s.b_g1.len(), s.b_g2.len(), s.vk.ic.len()]
 }
 
-fn bellperson_lengths<C: bellpepper_core::Circuit<Fr>>(blank: C) -> Result<[usize; 6], bellpepper_core::SynthesisError> {
+fn bellperson_lengths<C: bellpepper_core::Circuit<Fr>>(
+    blank: C,
+) -> Result<[usize; 6], bellpepper_core::SynthesisError> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let p = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(blank, &mut rng)?;
     Ok([p.h.len(), p.l.len(), p.a.len(), p.b_g1.len(), p.b_g2.len(), p.vk.ic.len()])
@@ -91,7 +93,8 @@ fn proofs_verify_with_ours_and_bellpersons_verifier() {
 
     // bellperson reads our files and checks our proof.
     let bp_vk = bellperson::groth16::VerifyingKey::<Bls12>::read(std::fs::File::open(&vk_path).unwrap()).unwrap();
-    let bp_params = bellperson::groth16::Parameters::<Bls12>::read(std::fs::File::open(&params_path).unwrap(), true).unwrap();
+    let bp_params =
+        bellperson::groth16::Parameters::<Bls12>::read(std::fs::File::open(&params_path).unwrap(), true).unwrap();
     assert!(bp_params.vk == bp_vk);
     let bp_proof = bellperson::groth16::Proof::<Bls12>::read(&proof.to_bytes()[..]).unwrap();
     let pvk_bp = bellperson::groth16::prepare_verifying_key(&bp_vk);

@@ -22,7 +22,10 @@ use filecoin_proofs_api::seal::{seal_commit_phase2, SealCommitPhase1Output};
 use filecoin_proofs_api::SectorId;
 
 #[derive(Parser)]
-#[command(version, about = "filecoin-proofs' own PoRep C2, one proof per process (the peer cuzk is benchmarked against)")]
+#[command(
+    version,
+    about = "filecoin-proofs' own PoRep C2, one proof per process (the peer cuzk is benchmarked against)"
+)]
 struct Args {
     /// C1 output: Curio's JSON envelope ({SectorNum, Phase1Out (base64), SectorSize}) or
     /// the bare SealCommitPhase1Output JSON.
@@ -51,9 +54,7 @@ struct Envelope {
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();

@@ -58,7 +58,8 @@ pub async fn cancel(addr: &str, job_id: String) -> Result<()> {
     t.add_row(vec!["job".to_string(), job_id]);
     t.add_row(vec![
         "result".to_string(),
-        if r.was_running { "cancelled (it was running)" } else { "cancelled (it was queued or already finished)" }.to_string(),
+        if r.was_running { "cancelled (it was running)" } else { "cancelled (it was queued or already finished)" }
+            .to_string(),
     ]);
     println!("{t}");
     Ok(())

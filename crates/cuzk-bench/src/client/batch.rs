@@ -57,9 +57,10 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
         bail!("-c and -j must be at least 1");
     }
     let dir = args.fixtures.dir.clone();
-    let manifest = Arc::new(cuzk_filecoin::fixtures::load(&dir).with_context(|| {
-        format!("no fixture set in {} (make it with `cuzk-bench fixtures`)", dir.display())
-    })?);
+    let manifest = Arc::new(
+        cuzk_filecoin::fixtures::load(&dir)
+            .with_context(|| format!("no fixture set in {} (make it with `cuzk-bench fixtures`)", dir.display()))?,
+    );
     let kinds: Vec<ProofKind> = if args.mix { KINDS.to_vec() } else { vec![args.kind] };
     let mut requests = BTreeMap::new();
     for &k in &kinds {
@@ -126,7 +127,13 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
 }
 
 /// The job's outcome as an error message, if it is one; verifies a completed proof.
-async fn check(r: v1::AwaitProofResponse, kind: ProofKind, verify: bool, dir: std::path::PathBuf, m: Arc<Manifest>) -> Option<String> {
+async fn check(
+    r: v1::AwaitProofResponse,
+    kind: ProofKind,
+    verify: bool,
+    dir: std::path::PathBuf,
+    m: Arc<Manifest>,
+) -> Option<String> {
     let status = status_name(r.status);
     if status != "COMPLETED" {
         return Some(format!("{kind}: job {status}: {}", r.error_message));
@@ -188,7 +195,10 @@ fn summary(outcomes: &[Outcome], kinds: &[ProofKind], wall: Duration, concurrenc
     s.add_row(vec!["proofs".to_string(), format!("{} ({ok} ok, {} failed)", outcomes.len(), outcomes.len() - ok)]);
     s.add_row(vec!["concurrency".to_string(), concurrency.to_string()]);
     s.add_row(vec!["wall time".to_string(), secs(wall)]);
-    s.add_row(vec!["throughput".to_string(), format!("{:.2} proofs/min", ok as f64 * 60.0 / wall.as_secs_f64().max(1e-9))]);
+    s.add_row(vec![
+        "throughput".to_string(),
+        format!("{:.2} proofs/min", ok as f64 * 60.0 / wall.as_secs_f64().max(1e-9)),
+    ]);
     println!("{s}");
     println!("(latency: client round-trip of each Prove call, successful proofs only)");
 }

@@ -150,7 +150,12 @@ fn post(kind: ProofKind, name: &str, a: PostArgs) -> Result<()> {
         let vanilla = generate_single_vanilla_proof(proof, id, &replica, challenged)
             .with_context(|| format!("generate_single_vanilla_proof for sector {sector}"))?;
         let path = write(&a.out, &format!("{name}-vanilla-{i}.bin"), &vanilla)?;
-        t.add_row(vec![path.display().to_string(), sector.to_string(), challenged.len().to_string(), bytes(vanilla.len() as u64)]);
+        t.add_row(vec![
+            path.display().to_string(),
+            sector.to_string(),
+            challenged.len().to_string(),
+            bytes(vanilla.len() as u64),
+        ]);
     }
     println!("{t}");
     println!(

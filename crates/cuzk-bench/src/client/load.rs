@@ -81,7 +81,11 @@ pub struct Args {
 
 /// `--mix`: three weights "G:B:O", not all zero.
 fn parse_mix(s: &str) -> Result<[u64; 3]> {
-    let parts: Vec<u64> = s.split(':').map(|p| p.trim().parse::<u64>()).collect::<Result<_, _>>().context("--mix is G:B:O, three integers")?;
+    let parts: Vec<u64> = s
+        .split(':')
+        .map(|p| p.trim().parse::<u64>())
+        .collect::<Result<_, _>>()
+        .context("--mix is G:B:O, three integers")?;
     match parts[..] {
         [g, b, o] if g + b + o > 0 => Ok([g, b, o]),
         [_, _, _] => bail!("--mix: at least one weight must be positive"),
@@ -208,7 +212,9 @@ fn templates(dir: &std::path::Path, m: &Manifest, oversize: usize) -> Result<Vec
         out.push(Template { label: format!("bad {kind}: {label}"), class: Class::Bad, kind, msg });
     };
     // Malformed: JSON cut inside a string, and bytes that are no bincode vanilla proof.
-    bad("C1 JSON malformed", ProofKind::PoRepSealCommit, &|m| m.vanilla_proof = b"{\"SectorNum\": 1, \"Phase1Out\": \"%%%".to_vec());
+    bad("C1 JSON malformed", ProofKind::PoRepSealCommit, &|m| {
+        m.vanilla_proof = b"{\"SectorNum\": 1, \"Phase1Out\": \"%%%".to_vec()
+    });
     bad("vanilla proof random bytes", ProofKind::WindowPostPartition, &|m| {
         let mut rng = Rng(7);
         m.vanilla_proofs[0].iter_mut().for_each(|b| *b = rng.next() as u8);
@@ -235,7 +241,12 @@ fn templates(dir: &std::path::Path, m: &Manifest, oversize: usize) -> Result<Vec
     // is compared with) is a few hundred bytes more.
     let mut msg = good[&ProofKind::PoRepSealCommit].clone();
     msg.vanilla_proof = vec![b' '; oversize];
-    out.push(Template { label: format!("oversized (C1 of {oversize} B)"), class: Class::Oversized, kind: ProofKind::PoRepSealCommit, msg });
+    out.push(Template {
+        label: format!("oversized (C1 of {oversize} B)"),
+        class: Class::Oversized,
+        kind: ProofKind::PoRepSealCommit,
+        msg,
+    });
     Ok(out)
 }
 
@@ -304,7 +315,11 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
     let finished = start.elapsed();
 
     let status = match connect(addr).await {
-        Ok(mut c) => timeout(Duration::from_secs(30), c.get_status(v1::GetStatusRequest {})).await.ok().and_then(|r| r.ok()).map(|r| r.into_inner()),
+        Ok(mut c) => timeout(Duration::from_secs(30), c.get_status(v1::GetStatusRequest {}))
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .map(|r| r.into_inner()),
         Err(_) => None,
     };
     report(&shared, &args, finished, status.as_ref());
@@ -426,7 +441,9 @@ async fn good(c: &mut Client, t: usize, msg: v1::SubmitProofRequest, sh: &Arc<Sh
     let latency = sent.elapsed();
     let kind = sh.templates[t].kind;
     let check = sh.clone();
-    let verdict = tokio::task::spawn_blocking(move || verify_with_filecoin_proofs(&check.dir, &check.manifest, kind, &r.proof)).await;
+    let verdict =
+        tokio::task::spawn_blocking(move || verify_with_filecoin_proofs(&check.dir, &check.manifest, kind, &r.proof))
+            .await;
     match verdict {
         Ok(Ok(true)) => sh.row(t, |row| {
             row.verified += 1;
@@ -483,7 +500,15 @@ async fn refused(c: &mut Client, t: usize, msg: v1::SubmitProofRequest, sh: &Arc
 /// One line of the request table; proof columns only for good requests.
 fn row_cells(label: String, r: &Row, good: bool) -> Vec<String> {
     let dash = |v: u64| if good { v.to_string() } else { "-".to_string() };
-    vec![label, r.sent.to_string(), codes_cell(&r.codes), dash(r.verified), dash(r.bad_proof), dash(r.held_at_end), r.lost.to_string()]
+    vec![
+        label,
+        r.sent.to_string(),
+        codes_cell(&r.codes),
+        dash(r.verified),
+        dash(r.bad_proof),
+        dash(r.held_at_end),
+        r.lost.to_string(),
+    ]
 }
 
 fn codes_cell(codes: &BTreeMap<String, u64>) -> String {
@@ -500,8 +525,17 @@ fn report(sh: &Shared, args: &Args, finished: Duration, status: Option<&v1::GetS
     o.add_row(vec!["all clients done".to_string(), format!("{} after the start", secs(finished))]);
     println!("{o}");
 
-    let mut t = table(&["request", "sent", "answers (gRPC code: count)", "verified", "failed verify", "held at end", "lost / wrong"]);
-    let mut totals: Vec<(Class, Row)> = vec![(Class::Good, Row::default()), (Class::Bad, Row::default()), (Class::Oversized, Row::default())];
+    let mut t = table(&[
+        "request",
+        "sent",
+        "answers (gRPC code: count)",
+        "verified",
+        "failed verify",
+        "held at end",
+        "lost / wrong",
+    ]);
+    let mut totals: Vec<(Class, Row)> =
+        vec![(Class::Good, Row::default()), (Class::Bad, Row::default()), (Class::Oversized, Row::default())];
     for (tpl, row) in sh.templates.iter().zip(&sh.rows) {
         let r = row.lock().expect("row lock");
         t.add_row(row_cells(tpl.label.clone(), &r, tpl.class == Class::Good));
@@ -556,8 +590,12 @@ fn report(sh: &Shared, args: &Args, finished: Duration, status: Option<&v1::GetS
         }
         Some(st) => {
             d.add_row(vec!["daemon after the run".to_string(), format!("serving (uptime {} s)", st.uptime_seconds)]);
-            d.add_row(vec!["daemon: proofs completed / failed".to_string(), format!("{} / {}", st.total_proofs_completed, st.total_proofs_failed)]);
-            let (pending, running): (u32, u32) = st.queues.iter().fold((0, 0), |(p, r), q| (p + q.pending, r + q.in_progress));
+            d.add_row(vec![
+                "daemon: proofs completed / failed".to_string(),
+                format!("{} / {}", st.total_proofs_completed, st.total_proofs_failed),
+            ]);
+            let (pending, running): (u32, u32) =
+                st.queues.iter().fold((0, 0), |(p, r), q| (p + q.pending, r + q.in_progress));
             d.add_row(vec!["daemon: partitions pending / in progress".to_string(), format!("{pending} / {running}")]);
             d.add_row(vec![
                 "daemon: working memory".to_string(),

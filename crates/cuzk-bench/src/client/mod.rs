@@ -55,7 +55,9 @@ pub fn parse_priority(s: &str) -> Result<v1::Priority> {
 pub fn parse_hex32(name: &str, s: &str) -> Result<[u8; 32]> {
     let s = s.trim().trim_start_matches("0x");
     let v = hex::decode(s).with_context(|| format!("{name} is not hex"))?;
-    v.as_slice().try_into().map_err(|_| anyhow::anyhow!("{name} must be 32 bytes (64 hex digits), got {} bytes", v.len()))
+    v.as_slice()
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("{name} must be 32 bytes (64 hex digits), got {} bytes", v.len()))
 }
 
 /// The engine-side request as the wire message Curio sends.

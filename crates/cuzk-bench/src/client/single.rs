@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use cuzk_core::synthetic::is_unverified_message;
 use cuzk_filecoin::fixtures::consistent::inputs::InputSet;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
-use cuzk_core::synthetic::is_unverified_message;
 use cuzk_filecoin::{ProofKind, ProofRequest};
 use cuzk_proto::v1;
 
@@ -228,10 +228,14 @@ pub async fn run(addr: &str, args: Args) -> Result<()> {
         // The daemon proves with synthetic parameters (srs.synthetic): the run is a timing
         // measurement, so it is not an error here — but it is said, never passed as a proof.
         "FAILED" if is_unverified_message(&result.error_message) => {
-            eprintln!("UNVERIFIED: proved with synthetic parameters; the timings are real, the proof is not (not written)");
+            eprintln!(
+                "UNVERIFIED: proved with synthetic parameters; the timings are real, the proof is not (not written)"
+            );
             Ok(())
         }
-        "TIMEOUT" => bail!("job {} did not finish within {} ms (it keeps running)", result.job_id, args.timeout_ms.unwrap_or(0)),
+        "TIMEOUT" => {
+            bail!("job {} did not finish within {} ms (it keeps running)", result.job_id, args.timeout_ms.unwrap_or(0))
+        }
         other => bail!("job {} {other}: {}", result.job_id, result.error_message),
     }
 }

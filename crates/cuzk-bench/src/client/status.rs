@@ -78,7 +78,12 @@ fn print_tables(addr: &str, st: &v1::GetStatusResponse) {
 
     let mut s = table(&["resident parameters", "tier", "size", "jobs using"]);
     for p in &st.loaded_srs {
-        s.add_row(vec![p.circuit_id.clone(), tier_name(p.tier).to_string(), bytes(p.size_bytes), p.ref_count.to_string()]);
+        s.add_row(vec![
+            p.circuit_id.clone(),
+            tier_name(p.tier).to_string(),
+            bytes(p.size_bytes),
+            p.ref_count.to_string(),
+        ]);
     }
     if st.loaded_srs.is_empty() {
         s.add_row(vec!["(none)".to_string(), String::new(), String::new(), String::new()]);

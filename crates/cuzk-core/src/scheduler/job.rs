@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::{CircuitId, ProofKind};
 use cuzk_backend::Urgency;
+use cuzk_filecoin::{CircuitId, ProofKind};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -194,7 +194,13 @@ impl Job {
     /// Move to a terminal phase once; later calls are ignored (first outcome wins).
     /// `account` runs after the outcome is recorded and before anyone awaiting the job is
     /// woken, so counters are already up to date when a client sees the result.
-    pub(crate) fn finish(&self, phase: Phase, proof: Vec<u8>, error: Option<String>, account: impl FnOnce(&JobTimings)) -> bool {
+    pub(crate) fn finish(
+        &self,
+        phase: Phase,
+        proof: Vec<u8>,
+        error: Option<String>,
+        account: impl FnOnce(&JobTimings),
+    ) -> bool {
         debug_assert!(phase.is_terminal());
         let mut p = self.state.progress.lock();
         if p.phase.is_terminal() {

@@ -16,7 +16,11 @@ pub enum AwaitOutcome {
 pub struct UnknownJob(pub String);
 
 /// [`super::Scheduler::await_job`].
-pub(super) async fn await_job(sh: &Shared, job_id: &str, timeout: Option<Duration>) -> Result<AwaitOutcome, UnknownJob> {
+pub(super) async fn await_job(
+    sh: &Shared,
+    job_id: &str,
+    timeout: Option<Duration>,
+) -> Result<AwaitOutcome, UnknownJob> {
     let job = sh.job(job_id).ok_or_else(|| UnknownJob(job_id.into()))?;
     let mut rx = job.subscribe();
     let wait = rx.wait_for(|p| p.is_terminal());

@@ -29,7 +29,10 @@ impl LanePool {
             return LanePool(None);
         }
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let built = ThreadPoolBuilder::new().num_threads(threads).thread_name(move |i| format!("cuzk-critical-{role}-rayon-{i}")).build();
+        let built = ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("cuzk-critical-{role}-rayon-{i}"))
+            .build();
         match built {
             Ok(pool) => LanePool(Some(pool)),
             Err(e) => {

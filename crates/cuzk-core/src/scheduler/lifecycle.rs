@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::ProofKind;
 use cuzk_backend::{ProverBackend, WitnessForm};
+use cuzk_filecoin::ProofKind;
 use parking_lot::Mutex;
 
 use super::job::{Job, Phase};
@@ -26,7 +26,10 @@ use crate::srs_cache::SrsCache;
 
 /// Everything the scheduler works on, made once, and its threads started (see
 /// [`super::Scheduler::start`]).
-pub(super) fn start(config: Config, backend: Option<Arc<dyn ProverBackend>>) -> Result<(Arc<Shared>, Vec<JoinHandle<()>>), EngineError> {
+pub(super) fn start(
+    config: Config,
+    backend: Option<Arc<dyn ProverBackend>>,
+) -> Result<(Arc<Shared>, Vec<JoinHandle<()>>), EngineError> {
     config.validate().map_err(|e| EngineError::Internal(e.to_string()))?;
     let limit = match config.memory.budget_bytes {
         0 => MemoryBudget::default_limit(),

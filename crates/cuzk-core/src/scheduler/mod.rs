@@ -36,15 +36,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use cuzk_filecoin::ProofRequest;
 use cuzk_backend::ProverBackend;
+use cuzk_filecoin::ProofRequest;
 use parking_lot::Mutex;
 
 pub use job::{Job, JobResult, JobTimings, Phase, Priority};
 pub use jobs::{AwaitOutcome, UnknownJob};
+use shared::Shared;
 pub use status::{KindQueue, StatusSnapshot};
 pub use submit::{SubmitError, SubmitOutcome};
-use shared::Shared;
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -82,7 +82,12 @@ impl Scheduler {
     /// A non-empty `request_id` returns a job submitted under it that has identical inputs
     /// and is queued, running or completed; otherwise the request is proved afresh and the id
     /// names the new job too. Priority is not compared: it cannot change the proof.
-    pub fn submit(&self, request_id: &str, priority: Option<Priority>, req: ProofRequest) -> Result<SubmitOutcome, SubmitError> {
+    pub fn submit(
+        &self,
+        request_id: &str,
+        priority: Option<Priority>,
+        req: ProofRequest,
+    ) -> Result<SubmitOutcome, SubmitError> {
         submit::submit(&self.shared, request_id, priority, req)
     }
 

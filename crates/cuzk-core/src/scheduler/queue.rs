@@ -95,7 +95,6 @@ impl<T> WorkQueue<T> {
         before - s.heap.len()
     }
 
-
     /// Items ahead of a new item with `key`.
     pub fn ahead_of(&self, key: WorkKey) -> usize {
         self.state.lock().heap.iter().filter(|e| e.key > key).count()

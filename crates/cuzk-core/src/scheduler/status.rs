@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_filecoin::ProofKind;
 use cuzk_backend::DeviceReport;
+use cuzk_filecoin::ProofKind;
 
 use super::job::{Job, Phase};
 use super::shared::Shared;

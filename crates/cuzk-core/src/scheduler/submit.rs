@@ -42,7 +42,12 @@ pub struct SubmitOutcome {
 }
 
 /// [`super::Scheduler::submit`].
-pub(super) fn submit(sh: &Shared, request_id: &str, priority: Option<Priority>, req: ProofRequest) -> Result<SubmitOutcome, SubmitError> {
+pub(super) fn submit(
+    sh: &Shared,
+    request_id: &str,
+    priority: Option<Priority>,
+    req: ProofRequest,
+) -> Result<SubmitOutcome, SubmitError> {
     let arrived = Instant::now();
     if !sh.accepting.load(Ordering::SeqCst) {
         return Err(SubmitError::ShuttingDown);
@@ -128,7 +133,12 @@ pub(super) fn submit(sh: &Shared, request_id: &str, priority: Option<Priority>, 
 /// same call. The stamp is made under the request-id lock, which `prune` takes before it
 /// decides, so a prune either ran before the lookup (which then found nothing and the
 /// request is proved afresh) or sees the stamp.
-fn existing(sh: &Shared, ids: &HashMap<String, Vec<String>>, request_id: &str, digest: &InputDigest) -> Option<SubmitOutcome> {
+fn existing(
+    sh: &Shared,
+    ids: &HashMap<String, Vec<String>>,
+    request_id: &str,
+    digest: &InputDigest,
+) -> Option<SubmitOutcome> {
     if request_id.is_empty() {
         return None;
     }

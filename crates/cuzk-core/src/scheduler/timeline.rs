@@ -176,7 +176,12 @@ mod tests {
                 prove_end: at(3.0),
                 device: (i % 2 == 0).then_some(1),
                 device_span: (i % 2 == 0).then(|| (at(2.6), at(2.9))),
-                phases: ProveTimings { witness_expand: Duration::from_millis(2), matvec: Duration::from_micros(1500), msm_b_g2: Duration::from_millis(7), ..Default::default() },
+                phases: ProveTimings {
+                    witness_expand: Duration::from_millis(2),
+                    matvec: Duration::from_micros(1500),
+                    msm_b_g2: Duration::from_millis(7),
+                    ..Default::default()
+                },
             });
         }
         let csv = tl.csv();
@@ -186,7 +191,11 @@ mod tests {
         let (tag, row) = lines[1].split_once(',').unwrap();
         assert_eq!(tag, tl.job_tag("j3"));
         assert!(row.starts_with("porep,3,1.0000,2.0000,2.5000,3.0000,,,"), "{}", lines[1]);
-        assert!(lines[2].split_once(',').unwrap().1.starts_with("porep,4,1.0000,2.0000,2.5000,3.0000,1,2.6000,2.9000"), "{}", lines[2]);
+        assert!(
+            lines[2].split_once(',').unwrap().1.starts_with("porep,4,1.0000,2.0000,2.5000,3.0000,1,2.6000,2.9000"),
+            "{}",
+            lines[2]
+        );
         // Phase columns: expand, upload, mat-vec, NTT, H, L, A, B_G1, B_G2 in milliseconds.
         assert!(lines[2].ends_with(",2.0,0.0,1.5,0.0,0.0,0.0,0.0,0.0,7.0"), "{}", lines[2]);
         assert_eq!(lines[0].split(',').count(), lines[2].split(',').count());

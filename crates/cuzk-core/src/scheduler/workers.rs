@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_filecoin::catch_panic;
 use cuzk_backend::WorkLabel;
+use cuzk_filecoin::catch_panic;
 
 use super::activity::StageMark;
 use super::job::{Job, JobTimings, Phase, Priority};
@@ -71,7 +71,13 @@ pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
 /// One partition's stages, on the worker's pool: under its job's context (`faults`), watched
 /// by the watchdog from `admission` on, and under `catch_unwind`, so that a panic fails the
 /// job with the stage it happened in and the worker lives on.
-fn supervised(sh: &Arc<Shared>, pool: &LanePool, job: Arc<Job>, admission: &'static str, stages: impl FnOnce(&StageMark) + Send) {
+fn supervised(
+    sh: &Arc<Shared>,
+    pool: &LanePool,
+    job: Arc<Job>,
+    admission: &'static str,
+    stages: impl FnOnce(&StageMark) + Send,
+) {
     pool.run(|| {
         let _context = JobContext::enter(&job.request_id);
         let stage = StageMark::new(&sh.activity, &job, admission);
@@ -107,8 +113,9 @@ fn synthesize_one(sh: &Arc<Shared>, PendingWork { job, partition }: PendingWork,
     }
     stage.wait("synthesis admission");
     let estimate = sh.memory.estimate(job.circuit);
-    let Some(mut memory) = sh.memory.reserve_waiting(estimate, || job.is_cancelled_or_done() || !sh.accepting.load(Ordering::SeqCst) && job.phase() == Phase::Queued)
-    else {
+    let Some(mut memory) = sh.memory.reserve_waiting(estimate, || {
+        job.is_cancelled_or_done() || !sh.accepting.load(Ordering::SeqCst) && job.phase() == Phase::Queued
+    }) else {
         return;
     };
     if !job.mark_started() {
@@ -172,7 +179,8 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
     let prove_start = Instant::now();
     // The prover's own share (the expanded witness, host a, b, c); never waits.
     let proving = sh.memory.reserve_proving(sh.memory.estimate(job.circuit).proving);
-    let label = WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into(), urgency: job.priority.urgency() };
+    let label =
+        WorkLabel { job_id: job.id.clone(), proof_kind: job.kind.name().into(), urgency: job.priority.urgency() };
     faults::hit(Stage::Prove);
     let proved = match pipeline::prove(&*sh.backend, &srs, synthesized, &label) {
         Ok(p) => p,
@@ -194,7 +202,10 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
     });
     sh.metrics.prove_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.total.as_secs_f64());
     if proved.prove_timings.device.is_some() {
-        sh.metrics.device_wait_seconds.with_label_values(&[job.kind.name()]).observe(proved.prove_timings.device_wait.as_secs_f64());
+        sh.metrics
+            .device_wait_seconds
+            .with_label_values(&[job.kind.name()])
+            .observe(proved.prove_timings.device_wait.as_secs_f64());
     }
     let Some(all) = job.record(proved) else { return };
     stage.set(Stage::Verify.name());

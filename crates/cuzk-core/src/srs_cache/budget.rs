@@ -13,8 +13,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use cuzk_groth16::srs_sink::{QuerySink, QueryTaker};
 use cuzk_backend::ProverBackend;
+use cuzk_groth16::srs_sink::{QuerySink, QueryTaker};
 use cuzk_groth16::{QueryLens, Srs};
 
 use crate::memory::MemoryBudget;

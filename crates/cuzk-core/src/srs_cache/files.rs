@@ -40,7 +40,9 @@ impl FileSource {
         }
         tracing::info!(%circuit, path = %files.params.display(), "loading parameters");
         let streamed = match sink {
-            Some(sink) => cuzk_groth16::srs_stream::load_into(&files.params, self.check, self.records.as_deref(), sink)?,
+            Some(sink) => {
+                cuzk_groth16::srs_stream::load_into(&files.params, self.check, self.records.as_deref(), sink)?
+            }
             None => None,
         };
         let srs = match streamed {

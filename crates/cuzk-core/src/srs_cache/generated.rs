@@ -6,10 +6,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use cuzk_backend::ProverBackend;
 use cuzk_filecoin::CircuitId;
 use cuzk_groth16::setup::FixedBaseMul;
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_backend::ProverBackend;
 use cuzk_groth16::Srs;
 
 use crate::config::Config;

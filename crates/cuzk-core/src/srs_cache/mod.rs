@@ -30,9 +30,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use budget::Budget;
+use cuzk_backend::ProverBackend;
 use cuzk_filecoin::{CircuitId, ProofKind};
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_backend::ProverBackend;
 use cuzk_groth16::{PreparedVerifyingKey, Srs, SubgroupCheck};
 use parking_lot::Mutex;
 use sources::Sources;
@@ -99,8 +99,12 @@ pub struct ResidentSrs {
 #[derive(Debug, PartialEq, Eq)]
 pub enum EvictOutcome {
     NotLoaded,
-    Freed { bytes: u64 },
-    InUse { holders: usize },
+    Freed {
+        bytes: u64,
+    },
+    InUse {
+        holders: usize,
+    },
     /// A load of these parameters is in progress.
     Loading,
 }
@@ -219,7 +223,12 @@ impl SrsCache {
 
     /// Room for a load of `circuit` in the budget (None without one): evicting idle
     /// parameters, least recently used first, then waiting for jobs to release theirs.
-    fn reserve(&self, circuit: CircuitId, give_up: &impl Fn() -> bool, waiting: &impl Fn(bool)) -> Result<Option<Reservation>, EngineError> {
+    fn reserve(
+        &self,
+        circuit: CircuitId,
+        give_up: &impl Fn() -> bool,
+        waiting: &impl Fn(bool),
+    ) -> Result<Option<Reservation>, EngineError> {
         let Some(budget) = &self.budget else { return Ok(None) };
         let need = self.sources.load_bytes(circuit)?;
         // Whatever way the loop ends, the circuit is no longer waiting and the caller works.
@@ -285,7 +294,8 @@ impl SrsCache {
     /// that lock while it asks, and counting it made every load that could never fit wait
     /// for ever instead of being refused (issue #36, item 1).
     fn any_held(&self, loading: CircuitId) -> bool {
-        let slots: Vec<Slot> = self.slots.lock().iter().filter(|(c, _)| **c != loading).map(|(_, s)| s.clone()).collect();
+        let slots: Vec<Slot> =
+            self.slots.lock().iter().filter(|(c, _)| **c != loading).map(|(_, s)| s.clone()).collect();
         slots.iter().any(|slot| slot.try_lock().is_none_or(|g| g.as_ref().is_some_and(|l| Arc::strong_count(l) > 1)))
     }
 
@@ -387,19 +397,47 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
+    use blstrs::{G1Affine, G2Affine};
     use cuzk_backend::WitnessForm;
     use cuzk_filecoin::params::param_files;
-    use blstrs::{G1Affine, G2Affine};
     use group::prime::PrimeCurveAffine;
 
     /// Parameters of no use but their size, already resident for `circuit`.
     fn resident(cache: &SrsCache, circuit: CircuitId, memory: Reservation) {
         let (g1, g2) = (G1Affine::generator(), G2Affine::generator());
-        let vk = cuzk_groth16::VerifyingKey { alpha_g1: g1, beta_g1: g1, beta_g2: g2, gamma_g2: g2, delta_g1: g1, delta_g2: g2, ic: vec![g1] };
+        let vk = cuzk_groth16::VerifyingKey {
+            alpha_g1: g1,
+            beta_g1: g1,
+            beta_g2: g2,
+            gamma_g2: g2,
+            delta_g1: g1,
+            delta_g2: g2,
+            ic: vec![g1],
+        };
         let pvk = PreparedVerifyingKey::new(&vk);
-        let srs = Srs { vk, h: vec![], l: vec![], a: vec![], b_g1: vec![], b_g2: vec![], path: "test://pinned".into(), synthetic: false, insecure: false, id: Srs::next_id(), released: None };
+        let srs = Srs {
+            vk,
+            h: vec![],
+            l: vec![],
+            a: vec![],
+            b_g1: vec![],
+            b_g2: vec![],
+            path: "test://pinned".into(),
+            synthetic: false,
+            insecure: false,
+            id: Srs::next_id(),
+            released: None,
+        };
         let bytes = memory.bytes();
-        let loaded = LoadedSrs { circuit, srs, pvk, bytes, load_time: Duration::ZERO, last_used: AtomicU64::new(0), _memory: Some(memory) };
+        let loaded = LoadedSrs {
+            circuit,
+            srs,
+            pvk,
+            bytes,
+            load_time: Duration::ZERO,
+            last_used: AtomicU64::new(0),
+            _memory: Some(memory),
+        };
         cache.slots.lock().insert(circuit, Arc::new(Mutex::new(Some(Arc::new(loaded)))));
     }
 
@@ -415,7 +453,13 @@ mod tests {
             "waiting".into()
         }
 
-        fn prove(&self, _: &Srs, _: cuzk_backend::Witness, _: cuzk_groth16::Randomness, _: &cuzk_backend::WorkLabel) -> Result<(cuzk_groth16::Proof, cuzk_backend::ProveTimings), cuzk_groth16::ProveError> {
+        fn prove(
+            &self,
+            _: &Srs,
+            _: cuzk_backend::Witness,
+            _: cuzk_groth16::Randomness,
+            _: &cuzk_backend::WorkLabel,
+        ) -> Result<(cuzk_groth16::Proof, cuzk_backend::ProveTimings), cuzk_groth16::ProveError> {
             unreachable!("these tests prove nothing")
         }
 
@@ -437,7 +481,8 @@ mod tests {
         let (inside_tx, inside_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
         let backend = Arc::new(WaitingBackend { inside: Mutex::new(inside_tx), release: Mutex::new(release_rx) });
-        let cache = Arc::new(SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), backend));
+        let cache =
+            Arc::new(SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), backend));
         resident(&cache, porep, memory.try_reserve_resident(300).unwrap());
         resident(&cache, winning, memory.try_reserve_resident(10).unwrap());
         let evicting = {
@@ -454,7 +499,11 @@ mod tests {
             });
         }
         let got = done_rx.recv_timeout(Duration::from_secs(5));
-        assert_eq!(got.ok(), Some((true, 1)), "WinningPoSt's lookup returned while the eviction still waited, and listed only itself");
+        assert_eq!(
+            got.ok(),
+            Some((true, 1)),
+            "WinningPoSt's lookup returned while the eviction still waited, and listed only itself"
+        );
         assert_eq!(memory.used(), 310, "the evicted parameters stay counted until the backend let go");
         release_tx.send(()).unwrap();
         assert_eq!(evicting.join().unwrap(), EvictOutcome::Freed { bytes: 300 });
@@ -472,12 +521,20 @@ mod tests {
         let files = param_files(dir.path(), porep).unwrap();
         std::fs::write(&files.params, vec![0u8; 500]).unwrap();
         let memory = MemoryBudget::new(1000, WitnessForm::Compact, true, 1);
-        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip).with_budget(memory.clone(), Arc::new(cuzk_backend::CpuBackend));
+        let mut cache = SrsCache::new(dir.path().to_path_buf(), SubgroupCheck::Skip)
+            .with_budget(memory.clone(), Arc::new(cuzk_backend::CpuBackend));
         cache.pinned.insert(wpost);
         resident(&cache, wpost, memory.try_reserve_resident(800).unwrap());
         let waited = AtomicU64::new(0);
         let e = cache
-            .get_or_wait(porep, || { waited.fetch_add(1, Ordering::Relaxed); waited.load(Ordering::Relaxed) > 3 }, |_| {})
+            .get_or_wait(
+                porep,
+                || {
+                    waited.fetch_add(1, Ordering::Relaxed);
+                    waited.load(Ordering::Relaxed) > 3
+                },
+                |_| {},
+            )
             .err()
             .expect("500 bytes beside 800 pinned of 1000 cannot load");
         assert!(matches!(e, EngineError::ResourceExhausted(_)), "{e}");

@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
+use cuzk_backend::ProverBackend;
 use cuzk_filecoin::CircuitId;
 use cuzk_groth16::srs_sink::QuerySink;
-use cuzk_backend::ProverBackend;
 use cuzk_groth16::{Srs, SubgroupCheck};
 
 use super::files::FileSource;

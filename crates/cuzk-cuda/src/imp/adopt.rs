@@ -31,8 +31,8 @@ use cuzk_groth16::{QueryLens, Srs};
 use super::device;
 use super::error::CudaError;
 use super::prover::{CudaProver, Gpu};
-use crate::options::Residency;
 use super::resident::{has_small_query, SrsKey, SrsOnDevice};
+use crate::options::Residency;
 use crate::placement::{self, Room, Staged};
 use crate::subgroup::SubgroupConstants;
 
@@ -56,7 +56,9 @@ impl CudaProver {
         let Some(taker) = self.begin_taking(&srs.path, srs.id, &srs.query_lens())? else { return Ok(false) };
         let mut taker = Box::new(taker);
         let mut feed = || -> Result<(), String> {
-            for (query, points) in [(G1Query::H, &srs.h), (G1Query::L, &srs.l), (G1Query::A, &srs.a), (G1Query::BG1, &srs.b_g1)] {
+            for (query, points) in
+                [(G1Query::H, &srs.h), (G1Query::L, &srs.l), (G1Query::A, &srs.a), (G1Query::BG1, &srs.b_g1)]
+            {
                 if !points.is_empty() {
                     taker.take_g1(query, 0, points)?;
                 }
@@ -92,7 +94,12 @@ impl CudaProver {
     /// Room for parameters of lengths `lens` (loaded from `path` as load `id`) on every
     /// device, reserved now: `Some` taker when every device has it, `None` when one does not
     /// (nothing is kept then). The caller has checked [`Self::may_drop_host_copy`].
-    pub(super) fn begin_taking(&self, path: &Path, id: u64, lens: &QueryLens) -> Result<Option<DeviceTaker<'_>>, CudaError> {
+    pub(super) fn begin_taking(
+        &self,
+        path: &Path,
+        id: u64,
+        lens: &QueryLens,
+    ) -> Result<Option<DeviceTaker<'_>>, CudaError> {
         if has_small_query(lens) {
             return Ok(None);
         }
@@ -127,7 +134,14 @@ impl CudaProver {
                 None
             }
         };
-        Ok(Some(DeviceTaker { gpus: &self.gpus, lens: *lens, on, given: Given::default(), started: Instant::now(), subgroup }))
+        Ok(Some(DeviceTaker {
+            gpus: &self.gpus,
+            lens: *lens,
+            on,
+            given: Given::default(),
+            started: Instant::now(),
+            subgroup,
+        }))
     }
 }
 
@@ -159,7 +173,10 @@ impl DeviceTaker<'_> {
     /// a chunk over); the first device's copy is checked, the others hold the same bytes.
     fn check_range(given: usize, offset: usize, n: usize) -> Result<(), String> {
         if offset.checked_add(n).is_none_or(|end| end > given) {
-            return Err(format!("subgroup check of points {offset}..{} before they were all taken ({given})", offset.saturating_add(n)));
+            return Err(format!(
+                "subgroup check of points {offset}..{} before they were all taken ({given})",
+                offset.saturating_add(n)
+            ));
         }
         Ok(())
     }
@@ -193,7 +210,8 @@ impl QueryTaker for DeviceTaker<'_> {
             };
             let ctx = ctx.ok_or_else(|| format!("{query:?} query: points for an empty query"))?;
             let _device = gpu.lock.lock();
-            ctx.fill(offset, points).map_err(|e| format!("device {}: {query:?} query to the device: {e}", gpu.info.ordinal))?;
+            ctx.fill(offset, points)
+                .map_err(|e| format!("device {}: {query:?} query to the device: {e}", gpu.info.ordinal))?;
         }
         Ok(())
     }
@@ -203,7 +221,8 @@ impl QueryTaker for DeviceTaker<'_> {
         for (gpu, on) in self.gpus.iter().zip(&mut self.on) {
             let ctx = on.b_g2.as_mut().ok_or("B_G2 query: points for an empty query")?;
             let _device = gpu.lock.lock();
-            ctx.fill(offset, points).map_err(|e| format!("device {}: B_G2 query to the device: {e}", gpu.info.ordinal))?;
+            ctx.fill(offset, points)
+                .map_err(|e| format!("device {}: B_G2 query to the device: {e}", gpu.info.ordinal))?;
         }
         Ok(())
     }
@@ -230,7 +249,8 @@ impl QueryTaker for DeviceTaker<'_> {
         };
         let ctx = ctx.ok_or_else(|| format!("{query:?} query: no points to check"))?;
         let _device = gpu.lock.lock();
-        ctx.first_outside_subgroup(offset, n, c).map_err(|e| format!("device {}: subgroup check of the {query:?} query: {e}", gpu.info.ordinal))
+        ctx.first_outside_subgroup(offset, n, c)
+            .map_err(|e| format!("device {}: subgroup check of the {query:?} query: {e}", gpu.info.ordinal))
     }
 
     fn first_outside_subgroup_b_g2(&mut self, offset: usize, n: usize) -> Result<Option<usize>, String> {
@@ -239,14 +259,18 @@ impl QueryTaker for DeviceTaker<'_> {
         let (Some(gpu), Some(on)) = (self.gpus.first(), self.on.first()) else { return Err("no device".into()) };
         let ctx = on.b_g2.as_ref().ok_or("B_G2 query: no points to check")?;
         let _device = gpu.lock.lock();
-        ctx.first_outside_subgroup(offset, n, c).map_err(|e| format!("device {}: subgroup check of the B_G2 query: {e}", gpu.info.ordinal))
+        ctx.first_outside_subgroup(offset, n, c)
+            .map_err(|e| format!("device {}: subgroup check of the B_G2 query: {e}", gpu.info.ordinal))
     }
 
     fn finish(self: Box<Self>) -> Result<(), String> {
         let g = &self.given;
         let q = &self.lens;
         if (g.h, g.l, g.a, g.b_g1, g.b_g2) != (q.h, q.l, q.a, q.b_g1, q.b_g2) {
-            return Err(format!("parameters incomplete: given h/l/a/b_g1/b_g2 {}/{}/{}/{}/{} of {}/{}/{}/{}/{}", g.h, g.l, g.a, g.b_g1, g.b_g2, q.h, q.l, q.a, q.b_g1, q.b_g2));
+            return Err(format!(
+                "parameters incomplete: given h/l/a/b_g1/b_g2 {}/{}/{}/{}/{} of {}/{}/{}/{}/{}",
+                g.h, g.l, g.a, g.b_g1, g.b_g2, q.h, q.l, q.a, q.b_g1, q.b_g2
+            ));
         }
         let DeviceTaker { gpus, on, started, .. } = *self;
         for (gpu, on) in gpus.iter().zip(on) {

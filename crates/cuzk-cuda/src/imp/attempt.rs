@@ -94,7 +94,9 @@ pub(super) const MSM_TEMPORARIES: u64 = 3 << 30;
 pub(super) fn work_of(witness: &Witness) -> Work<'_> {
     match witness {
         Witness::Assignment(w) => Work::Host(w),
-        Witness::Expanded { witness: w, matrices } => Work::Witness(matrices, WitnessRef::Full { inputs: &w.input_assignment, aux: &w.aux_assignment }),
+        Witness::Expanded { witness: w, matrices } => {
+            Work::Witness(matrices, WitnessRef::Full { inputs: &w.input_assignment, aux: &w.aux_assignment })
+        }
         Witness::Compact { inputs, aux, matrices } => Work::Witness(matrices, WitnessRef::Compact { inputs, aux }),
     }
 }
@@ -109,7 +111,16 @@ pub(super) enum Work<'a> {
 impl CudaProver {
     /// The device-exclusive region, after the parameters (and matrices) are on the device.
     /// `working` is [`working_bytes`] of `input`.
-    fn gpu_phase(&self, g: usize, srs: &Srs, shape: &Shape, input: &DeviceInput<'_>, working: u64, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
+    fn gpu_phase(
+        &self,
+        g: usize,
+        srs: &Srs,
+        shape: &Shape,
+        input: &DeviceInput<'_>,
+        working: u64,
+        t: &mut ProveTimings,
+        boundary: &mut dyn FnMut(),
+    ) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
         match input {
             DeviceInput::Host(h) => {
@@ -127,7 +138,14 @@ impl CudaProver {
 
     /// Steps 1 and 2 on device `g` (already counted in its `active`): returns once the device
     /// is free again.
-    pub(super) fn start_on(&self, g: usize, srs: &Srs, shape: &Shape, work: Work<'_>, label: &WorkLabel) -> Result<GpuPhase, ProveError> {
+    pub(super) fn start_on(
+        &self,
+        g: usize,
+        srs: &Srs,
+        shape: &Shape,
+        work: Work<'_>,
+        label: &WorkLabel,
+    ) -> Result<GpuPhase, ProveError> {
         let gpu = &self.gpus[g];
         let _active = Active(&gpu.active);
         let started = Instant::now();
@@ -219,7 +237,11 @@ impl CudaProver {
                     gpu.health.mark_lost();
                     tracing::error!(device = gpu.info.ordinal, error = %e, "sticky CUDA error: the device is out of service until the daemon restarts");
                 } else if let Some(bench) = gpu.health.record_failure(Instant::now()) {
-                    tracing::error!(device = gpu.info.ordinal, seconds = bench.as_secs(), "device keeps failing: benched");
+                    tracing::error!(
+                        device = gpu.info.ordinal,
+                        seconds = bench.as_secs(),
+                        "device keeps failing: benched"
+                    );
                 }
                 // Dropping it joins the CPU B_G2 before the caller may let the SRS go.
                 drop(pending_b_g2);

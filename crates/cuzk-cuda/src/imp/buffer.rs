@@ -40,7 +40,9 @@ impl<T: Copy> DeviceBuffer<T> {
         assert!(offset + data.len() <= self.len, "device buffer write out of bounds");
         let mut ms = 0f32;
         let bytes = std::mem::size_of_val(data);
-        check(unsafe { ffi::cuzk_copy_to_device(self.index, self.ptr.add(offset).cast(), data.as_ptr().cast(), bytes, &mut ms) })?;
+        check(unsafe {
+            ffi::cuzk_copy_to_device(self.index, self.ptr.add(offset).cast(), data.as_ptr().cast(), bytes, &mut ms)
+        })?;
         Ok(ms)
     }
 
@@ -48,7 +50,9 @@ impl<T: Copy> DeviceBuffer<T> {
     pub fn read(&self, offset: usize, out: &mut [T]) -> Result<(), CudaError> {
         assert!(offset + out.len() <= self.len, "device buffer read out of bounds");
         let bytes = std::mem::size_of_val(out);
-        check(unsafe { ffi::cuzk_copy_to_host(self.index, out.as_mut_ptr().cast(), self.ptr.add(offset).cast(), bytes) })
+        check(unsafe {
+            ffi::cuzk_copy_to_host(self.index, out.as_mut_ptr().cast(), self.ptr.add(offset).cast(), bytes)
+        })
     }
 
     pub fn to_vec(&self) -> Result<Vec<T>, CudaError> {

@@ -50,7 +50,8 @@ pub fn driver() -> Result<CudaVersions, CudaError> {
         .get_or_init(|| {
             let (mut runtime, mut driver) = (0i32, 0i32);
             check(unsafe { ffi::cuzk_cuda_versions(&mut runtime, &mut driver) })?;
-            let versions = CudaVersions { runtime: CudaVersion::from_api(runtime), driver: CudaVersion::from_api(driver) };
+            let versions =
+                CudaVersions { runtime: CudaVersion::from_api(runtime), driver: CudaVersion::from_api(driver) };
             match rule::check(driver, runtime) {
                 Ok(warning) => {
                     if let Some(w) = warning {
@@ -129,9 +130,13 @@ pub fn select(ordinals: &[u32]) -> Result<Vec<DeviceInfo>, CudaError> {
     for &o in ordinals {
         let d = all.iter().find(|d| d.ordinal == o).ok_or_else(|| {
             let have: Vec<String> = all.iter().map(|d| d.ordinal.to_string()).collect();
-            CudaError::no_device(format!("gpus.devices lists CUDA device {o}, but the usable ones are [{}]", have.join(", ")))
+            CudaError::no_device(format!(
+                "gpus.devices lists CUDA device {o}, but the usable ones are [{}]",
+                have.join(", ")
+            ))
         })?;
-        supported(d).map_err(|why| CudaError::no_device(format!("gpus.devices lists CUDA device {o} ({}): {why}", d.name)))?;
+        supported(d)
+            .map_err(|why| CudaError::no_device(format!("gpus.devices lists CUDA device {o} ({}): {why}", d.name)))?;
         if !chosen.iter().any(|c: &DeviceInfo| c.index == d.index) {
             chosen.push(d.clone());
         }

@@ -45,7 +45,13 @@ extern "C" {
     pub fn cuzk_host_unregister(ptr: *mut c_void) -> Error;
     pub fn cuzk_device_free(index: usize, d_ptr: *mut c_void);
     pub fn cuzk_device_alloc(index: usize, bytes: usize, d_out: *mut *mut c_void) -> Error;
-    pub fn cuzk_copy_to_device(index: usize, d_dst: *mut c_void, src: *const c_void, bytes: usize, ms: *mut f32) -> Error;
+    pub fn cuzk_copy_to_device(
+        index: usize,
+        d_dst: *mut c_void,
+        src: *const c_void,
+        bytes: usize,
+        ms: *mut f32,
+    ) -> Error;
     pub fn cuzk_copy_to_host(index: usize, dst: *mut c_void, d_src: *const c_void, bytes: usize) -> Error;
 
     pub fn cuzk_ntt(index: usize, inout: *mut Fr, lg_n: u32, order: i32, direction: i32, ty: i32) -> Error;
@@ -61,24 +67,83 @@ extern "C" {
         h_host: *mut Fr,
         ms: *mut f32,
     ) -> Error;
-    pub fn cuzk_quotient_device(index: usize, d_a: *mut Fr, d_bc: *mut Fr, lg_n: u32, z_inv: *const Fr, ms: *mut f32) -> Error;
+    pub fn cuzk_quotient_device(
+        index: usize,
+        d_a: *mut Fr,
+        d_bc: *mut Fr,
+        lg_n: u32,
+        z_inv: *const Fr,
+        ms: *mut f32,
+    ) -> Error;
 
-    pub fn cuzk_msm_g1_create(index: usize, points: *const blst_p1_affine, n: usize, resident: bool, out: *mut *mut MsmG1Ctx) -> Error;
-    pub fn cuzk_msm_g1_run(ctx: *mut MsmG1Ctx, scalars: *const Fr, n: usize, on_device: bool, how: u32, pause: Option<PauseFn>, pause_arg: *mut c_void, out: *mut blst_p1, ms: *mut f32, dense: *mut usize) -> Error;
+    pub fn cuzk_msm_g1_create(
+        index: usize,
+        points: *const blst_p1_affine,
+        n: usize,
+        resident: bool,
+        out: *mut *mut MsmG1Ctx,
+    ) -> Error;
+    pub fn cuzk_msm_g1_run(
+        ctx: *mut MsmG1Ctx,
+        scalars: *const Fr,
+        n: usize,
+        on_device: bool,
+        how: u32,
+        pause: Option<PauseFn>,
+        pause_arg: *mut c_void,
+        out: *mut blst_p1,
+        ms: *mut f32,
+        dense: *mut usize,
+    ) -> Error;
     pub fn cuzk_msm_g1_create_staged(index: usize, n: usize, out: *mut *mut MsmG1Ctx, pinned: *mut bool) -> Error;
     pub fn cuzk_msm_g1_fill(ctx: *mut MsmG1Ctx, offset: usize, points: *const blst_p1_affine, n: usize) -> Error;
     pub fn cuzk_msm_g1_set_chunk(ctx: *mut MsmG1Ctx, points: usize);
     pub fn cuzk_msm_g1_set_stage_chunk(ctx: *mut MsmG1Ctx, points: usize);
     pub fn cuzk_msm_g1_destroy(ctx: *mut MsmG1Ctx);
-    pub fn cuzk_msm_g2_create(index: usize, points: *const blst_p2_affine, n: usize, resident: bool, out: *mut *mut MsmG2Ctx) -> Error;
-    pub fn cuzk_msm_g2_run(ctx: *mut MsmG2Ctx, scalars: *const Fr, n: usize, on_device: bool, how: u32, pause: Option<PauseFn>, pause_arg: *mut c_void, out: *mut blst_p2, ms: *mut f32, dense: *mut usize) -> Error;
+    pub fn cuzk_msm_g2_create(
+        index: usize,
+        points: *const blst_p2_affine,
+        n: usize,
+        resident: bool,
+        out: *mut *mut MsmG2Ctx,
+    ) -> Error;
+    pub fn cuzk_msm_g2_run(
+        ctx: *mut MsmG2Ctx,
+        scalars: *const Fr,
+        n: usize,
+        on_device: bool,
+        how: u32,
+        pause: Option<PauseFn>,
+        pause_arg: *mut c_void,
+        out: *mut blst_p2,
+        ms: *mut f32,
+        dense: *mut usize,
+    ) -> Error;
     pub fn cuzk_msm_g2_create_staged(index: usize, n: usize, out: *mut *mut MsmG2Ctx, pinned: *mut bool) -> Error;
     pub fn cuzk_msm_g2_fill(ctx: *mut MsmG2Ctx, offset: usize, points: *const blst_p2_affine, n: usize) -> Error;
     pub fn cuzk_msm_g2_set_chunk(ctx: *mut MsmG2Ctx, points: usize);
     pub fn cuzk_msm_g2_set_stage_chunk(ctx: *mut MsmG2Ctx, points: usize);
     pub fn cuzk_msm_g2_destroy(ctx: *mut MsmG2Ctx);
-    pub fn cuzk_msm_g1_first_outside_subgroup(ctx: *const MsmG1Ctx, offset: usize, n: usize, beta: *const u64, k_lo: u64, k_hi: u64, bits: u32, first_bad: *mut usize) -> Error;
-    pub fn cuzk_msm_g2_first_outside_subgroup(ctx: *const MsmG2Ctx, offset: usize, n: usize, c1: *const u64, c2: *const u64, k: u64, bits: u32, first_bad: *mut usize) -> Error;
+    pub fn cuzk_msm_g1_first_outside_subgroup(
+        ctx: *const MsmG1Ctx,
+        offset: usize,
+        n: usize,
+        beta: *const u64,
+        k_lo: u64,
+        k_hi: u64,
+        bits: u32,
+        first_bad: *mut usize,
+    ) -> Error;
+    pub fn cuzk_msm_g2_first_outside_subgroup(
+        ctx: *const MsmG2Ctx,
+        offset: usize,
+        n: usize,
+        c1: *const u64,
+        c2: *const u64,
+        k: u64,
+        bits: u32,
+        first_bad: *mut usize,
+    ) -> Error;
 
     pub fn cuzk_csr_upload(
         index: usize,
@@ -93,7 +158,16 @@ extern "C" {
         out: *mut *mut CsrDev,
     ) -> Error;
     pub fn cuzk_csr_free(m: *mut CsrDev);
-    pub fn cuzk_pce_eval(index: usize, mats: *const *const CsrDev, d_w: *const Fr, n_inputs: u32, lg_n: u32, d_a: *mut Fr, d_bc: *mut Fr, ms: *mut f32) -> Error;
+    pub fn cuzk_pce_eval(
+        index: usize,
+        mats: *const *const CsrDev,
+        d_w: *const Fr,
+        n_inputs: u32,
+        lg_n: u32,
+        d_a: *mut Fr,
+        d_bc: *mut Fr,
+        ms: *mut f32,
+    ) -> Error;
     pub fn cuzk_expand_compact(
         index: usize,
         d_out: *mut Fr,
@@ -107,6 +181,22 @@ extern "C" {
     ) -> Error;
     pub fn cuzk_gather(index: usize, d_dst: *mut Fr, d_src: *const Fr, d_idx: *const u32, n: usize) -> Error;
 
-    pub fn cuzk_fixed_base_g1(index: usize, table: *const blst_p1_affine, table_len: usize, window: i32, scalars: *const u64, n: usize, out: *mut blst_p1_affine) -> Error;
-    pub fn cuzk_fixed_base_g2(index: usize, table: *const blst_p2_affine, table_len: usize, window: i32, scalars: *const u64, n: usize, out: *mut blst_p2_affine) -> Error;
+    pub fn cuzk_fixed_base_g1(
+        index: usize,
+        table: *const blst_p1_affine,
+        table_len: usize,
+        window: i32,
+        scalars: *const u64,
+        n: usize,
+        out: *mut blst_p1_affine,
+    ) -> Error;
+    pub fn cuzk_fixed_base_g2(
+        index: usize,
+        table: *const blst_p2_affine,
+        table_len: usize,
+        window: i32,
+        scalars: *const u64,
+        n: usize,
+        out: *mut blst_p2_affine,
+    ) -> Error;
 }

@@ -153,7 +153,11 @@ macro_rules! msm_context {
                 let mut pinned = false;
                 check(unsafe { ffi::$create_staged(index, len, &mut ctx, &mut pinned) })?;
                 if !pinned {
-                    tracing::warn!(device = index, points = len, "could not page-lock host memory for staged parameters; each copy to the device will be slower");
+                    tracing::warn!(
+                        device = index,
+                        points = len,
+                        "could not page-lock host memory for staged parameters; each copy to the device will be slower"
+                    );
                 }
                 Ok($name { ctx, host: std::ptr::null(), len, resident: false, staged: true, pinned })
             }
@@ -180,11 +184,21 @@ macro_rules! msm_context {
             /// [`Self::run`] (`how` Dense) or [`Self::run_witness`] (Witness) that calls `pause`
             /// between the steps of a long MSM, none of its kernels running, so the caller can
             /// lend the device there (the time in `pause` is not in the ms).
-            pub fn run_pausing(&self, scalars: Scalars<'_>, how: MsmPath, pause: &mut dyn FnMut()) -> Result<($proj, f32, usize), CudaError> {
+            pub fn run_pausing(
+                &self,
+                scalars: Scalars<'_>,
+                how: MsmPath,
+                pause: &mut dyn FnMut(),
+            ) -> Result<($proj, f32, usize), CudaError> {
                 self.run_with(scalars, how, Some(pause))
             }
 
-            fn run_with(&self, scalars: Scalars<'_>, how: MsmPath, pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
+            fn run_with(
+                &self,
+                scalars: Scalars<'_>,
+                how: MsmPath,
+                pause: Option<&mut dyn FnMut()>,
+            ) -> Result<($proj, f32, usize), CudaError> {
                 let n = scalars.raw().1;
                 if n >= MIN_GPU_MSM || self.host.is_null() {
                     return self.device_msm(scalars, how, pause);
@@ -208,12 +222,21 @@ macro_rules! msm_context {
             }
 
             /// On the device by the path given (benchmarks and tests compare the paths).
-            pub fn run_path_on_device(&self, scalars: Scalars<'_>, how: MsmPath) -> Result<($proj, f32, usize), CudaError> {
+            pub fn run_path_on_device(
+                &self,
+                scalars: Scalars<'_>,
+                how: MsmPath,
+            ) -> Result<($proj, f32, usize), CudaError> {
                 self.device_msm(scalars, how, None)
             }
 
             /// `pause`: see [`Self::run_pausing`].
-            fn device_msm(&self, scalars: Scalars<'_>, how: MsmPath, mut pause: Option<&mut dyn FnMut()>) -> Result<($proj, f32, usize), CudaError> {
+            fn device_msm(
+                &self,
+                scalars: Scalars<'_>,
+                how: MsmPath,
+                mut pause: Option<&mut dyn FnMut()>,
+            ) -> Result<($proj, f32, usize), CudaError> {
                 let (ptr, n, on_device) = scalars.raw();
                 assert!(n <= self.len, "MSM: {} scalars for {} points", n, self.len);
                 let mut out = <$raw_proj>::default();
@@ -223,7 +246,11 @@ macro_rules! msm_context {
                     Some(p) => (Some(call_pause), p as *mut &mut dyn FnMut() as *mut std::ffi::c_void),
                     None => (None, std::ptr::null_mut()),
                 };
-                check(unsafe { ffi::$run(self.ctx, ptr, n, on_device, how as u32, pause_fn, pause_arg, &mut out, &mut ms, &mut dense) })?;
+                check(unsafe {
+                    ffi::$run(
+                        self.ctx, ptr, n, on_device, how as u32, pause_fn, pause_arg, &mut out, &mut ms, &mut dense,
+                    )
+                })?;
                 // SAFETY: blstrs' projective type is repr(transparent) over blst's, and sppark's
                 // Jacobian result has blst's layout (X, Y, Z in Montgomery form).
                 Ok((unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }, ms, dense))
@@ -303,27 +330,80 @@ macro_rules! msm_context {
     };
 }
 
-msm_context!(MsmG1, ffi::MsmG1Ctx, G1Affine, blst_p1_affine, G1Projective, blst_p1, cuzk_msm_g1_create, cuzk_msm_g1_create_staged, cuzk_msm_g1_fill, cuzk_msm_g1_run, cuzk_msm_g1_set_chunk, cuzk_msm_g1_set_stage_chunk, cuzk_msm_g1_destroy, msm_g1);
-msm_context!(MsmG2, ffi::MsmG2Ctx, G2Affine, blst_p2_affine, G2Projective, blst_p2, cuzk_msm_g2_create, cuzk_msm_g2_create_staged, cuzk_msm_g2_fill, cuzk_msm_g2_run, cuzk_msm_g2_set_chunk, cuzk_msm_g2_set_stage_chunk, cuzk_msm_g2_destroy, msm_g2);
+msm_context!(
+    MsmG1,
+    ffi::MsmG1Ctx,
+    G1Affine,
+    blst_p1_affine,
+    G1Projective,
+    blst_p1,
+    cuzk_msm_g1_create,
+    cuzk_msm_g1_create_staged,
+    cuzk_msm_g1_fill,
+    cuzk_msm_g1_run,
+    cuzk_msm_g1_set_chunk,
+    cuzk_msm_g1_set_stage_chunk,
+    cuzk_msm_g1_destroy,
+    msm_g1
+);
+msm_context!(
+    MsmG2,
+    ffi::MsmG2Ctx,
+    G2Affine,
+    blst_p2_affine,
+    G2Projective,
+    blst_p2,
+    cuzk_msm_g2_create,
+    cuzk_msm_g2_create_staged,
+    cuzk_msm_g2_fill,
+    cuzk_msm_g2_run,
+    cuzk_msm_g2_set_chunk,
+    cuzk_msm_g2_set_stage_chunk,
+    cuzk_msm_g2_destroy,
+    msm_g2
+);
 
 impl MsmG1 {
     /// The index (in the context) of the first of resident points `[offset, offset + n)`
     /// outside G1, checked on the device (`cuda/subgroup.cuh`); None when all are inside.
-    pub fn first_outside_subgroup(&self, offset: usize, n: usize, c: &SubgroupConstants) -> Result<Option<usize>, CudaError> {
+    pub fn first_outside_subgroup(
+        &self,
+        offset: usize,
+        n: usize,
+        c: &SubgroupConstants,
+    ) -> Result<Option<usize>, CudaError> {
         assert!(self.resident || self.staged, "only resident or staged points are checked on the device");
         let mut bad = usize::MAX;
         let (lo, hi) = (c.g1_scalar as u64, (c.g1_scalar >> 64) as u64);
-        check(unsafe { ffi::cuzk_msm_g1_first_outside_subgroup(self.ctx, offset, n, c.beta.as_ptr(), lo, hi, c.g1_bits, &mut bad) })?;
+        check(unsafe {
+            ffi::cuzk_msm_g1_first_outside_subgroup(self.ctx, offset, n, c.beta.as_ptr(), lo, hi, c.g1_bits, &mut bad)
+        })?;
         Ok((bad != usize::MAX).then_some(offset + bad))
     }
 }
 
 impl MsmG2 {
     /// The same in G2.
-    pub fn first_outside_subgroup(&self, offset: usize, n: usize, c: &SubgroupConstants) -> Result<Option<usize>, CudaError> {
+    pub fn first_outside_subgroup(
+        &self,
+        offset: usize,
+        n: usize,
+        c: &SubgroupConstants,
+    ) -> Result<Option<usize>, CudaError> {
         assert!(self.resident || self.staged, "only resident or staged points are checked on the device");
         let mut bad = usize::MAX;
-        check(unsafe { ffi::cuzk_msm_g2_first_outside_subgroup(self.ctx, offset, n, c.psi_x.as_ptr(), c.psi_y.as_ptr(), c.g2_scalar, c.g2_bits, &mut bad) })?;
+        check(unsafe {
+            ffi::cuzk_msm_g2_first_outside_subgroup(
+                self.ctx,
+                offset,
+                n,
+                c.psi_x.as_ptr(),
+                c.psi_y.as_ptr(),
+                c.g2_scalar,
+                c.g2_bits,
+                &mut bad,
+            )
+        })?;
         Ok((bad != usize::MAX).then_some(offset + bad))
     }
 }

@@ -49,14 +49,31 @@ pub struct QuotientTimings {
 
 /// h's coefficients on the device (first n elements of the returned buffer; h[n-1] = 0)
 /// for evaluations a, b, c (each ≤ n long, zero-padded) on `domain`.
-pub fn quotient(index: usize, domain: &Domain, a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<(DeviceBuffer<Fr>, QuotientTimings), CudaError> {
+pub fn quotient(
+    index: usize,
+    domain: &Domain,
+    a: &[Fr],
+    b: &[Fr],
+    c: &[Fr],
+) -> Result<(DeviceBuffer<Fr>, QuotientTimings), CudaError> {
     let m = a.len();
     assert!(b.len() == m && c.len() == m && m <= domain.n, "quotient: a, b, c lengths");
     let z_inv = domain.vanishing_on_coset_inv();
     let mut d_h: *mut Fr = std::ptr::null_mut();
     let mut ms = [0f32; 2];
     check(unsafe {
-        ffi::cuzk_quotient(index, a.as_ptr(), b.as_ptr(), c.as_ptr(), m, domain.log_n, &z_inv, &mut d_h, std::ptr::null_mut(), ms.as_mut_ptr())
+        ffi::cuzk_quotient(
+            index,
+            a.as_ptr(),
+            b.as_ptr(),
+            c.as_ptr(),
+            m,
+            domain.log_n,
+            &z_inv,
+            &mut d_h,
+            std::ptr::null_mut(),
+            ms.as_mut_ptr(),
+        )
     })?;
     // SAFETY: on success the glue hands over a cudaMalloc'd buffer of 3n elements.
     let buf = unsafe { DeviceBuffer::from_raw(index, d_h, 3 * domain.n) };
@@ -77,7 +94,16 @@ pub fn quotient_on_device(domain: &Domain, abc: &Abc) -> Result<f32, CudaError> 
     assert!(abc.a.len() >= domain.n && abc.bc.len() >= 2 * domain.n, "quotient: device buffers too small");
     let z_inv = domain.vanishing_on_coset_inv();
     let mut ms = 0f32;
-    check(unsafe { ffi::cuzk_quotient_device(abc.a.device_index(), abc.a.as_mut_ptr(), abc.bc.as_mut_ptr(), domain.log_n, &z_inv, &mut ms) })?;
+    check(unsafe {
+        ffi::cuzk_quotient_device(
+            abc.a.device_index(),
+            abc.a.as_mut_ptr(),
+            abc.bc.as_mut_ptr(),
+            domain.log_n,
+            &z_inv,
+            &mut ms,
+        )
+    })?;
     Ok(ms)
 }
 

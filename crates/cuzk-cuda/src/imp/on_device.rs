@@ -8,12 +8,12 @@ use std::time::Instant;
 use cuzk_groth16::Srs;
 use cuzk_pce::PreCompiled;
 
+use super::attempt::MSM_TEMPORARIES;
 use super::device;
 use super::error::CudaError;
 use super::pce::DevicePce;
 use super::prover::{CudaProver, Gpu};
 use super::resident::{PinnedSrs, SrsKey, SrsOnDevice};
-use super::attempt::MSM_TEMPORARIES;
 use crate::options::Residency;
 use crate::placement::Query;
 
@@ -29,10 +29,14 @@ impl CudaProver {
         }
         if srs.points_released() {
             // adopt_srs put them on every device before releasing them; only a bug gets here.
-            return Err(CudaError::new(format!("{}: host copy released but the points are not on this device", srs.path.display())));
+            return Err(CudaError::new(format!(
+                "{}: host copy released but the points are not on this device",
+                srs.path.display()
+            )));
         }
         let q = srs.query_lens();
-        let points: u64 = Query::ALL.iter().filter(|&&x| self.b_g2_on_gpu() || x != Query::BG2).map(|x| x.bytes(&q)).sum();
+        let points: u64 =
+            Query::ALL.iter().filter(|&&x| self.b_g2_on_gpu() || x != Query::BG2).map(|x| x.bytes(&q)).sum();
         let resident = self.fits_resident(gpu, points, working_bytes)?;
         if !resident {
             let mut pinned = self.pinned.lock();
@@ -75,8 +79,12 @@ impl CudaProver {
         }
         let started = Instant::now();
         let p = Arc::new(DevicePce::upload(gpu.info.index, pc)?);
-        tracing::info!(device = gpu.info.ordinal, gib = p.bytes() as f64 / (1u64 << 30) as f64,
-            ms = started.elapsed().as_millis() as u64, "PCE matrices uploaded to device");
+        tracing::info!(
+            device = gpu.info.ordinal,
+            gib = p.bytes() as f64 / (1u64 << 30) as f64,
+            ms = started.elapsed().as_millis() as u64,
+            "PCE matrices uploaded to device"
+        );
         // The device has its copy; the host's mapped pages go back to the kernel (another
         // device's upload, or a CPU retry, reads them from the file again).
         pc.drop_mapped_pages();

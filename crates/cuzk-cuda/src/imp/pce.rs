@@ -14,9 +14,9 @@ use cuzk_pce::matrix::RowPtrView;
 use cuzk_pce::{Csr, PreCompiled};
 
 use super::buffer::DeviceBuffer;
-use super::ntt::Abc;
 use super::error::{check, CudaError};
 use super::ffi;
+use super::ntt::Abc;
 
 struct DeviceCsr(*mut ffi::CsrDev);
 
@@ -38,7 +38,18 @@ fn upload_csr(index: usize, m: &Csr) -> Result<(DeviceCsr, u64), CudaError> {
     let (cols, cidx, coeffs) = (m.columns(), m.coefficient_indices(), m.coefficients());
     let mut out = std::ptr::null_mut();
     check(unsafe {
-        ffi::cuzk_csr_upload(index, m.rows(), ptr, wide, cols.as_ptr(), cidx.as_ptr(), cols.len(), coeffs.as_ptr(), coeffs.len(), &mut out)
+        ffi::cuzk_csr_upload(
+            index,
+            m.rows(),
+            ptr,
+            wide,
+            cols.as_ptr(),
+            cidx.as_ptr(),
+            cols.len(),
+            coeffs.as_ptr(),
+            coeffs.len(),
+            &mut out,
+        )
     })?;
     let bytes = (ptr_bytes + cols.len() * 8 + coeffs.len() * 32) as u64;
     Ok((DeviceCsr(out), bytes))
@@ -48,7 +59,8 @@ fn upload_csr(index: usize, m: &Csr) -> Result<(DeviceCsr, u64), CudaError> {
 pub fn query_indices(pc: &PreCompiled) -> (Vec<u32>, Vec<u32>) {
     let n_in = pc.num_inputs as u32;
     let a: Vec<u32> = (0..n_in).chain(pc.a_aux_density.ones().map(|i| n_in + i as u32)).collect();
-    let b: Vec<u32> = pc.b_input_density.ones().map(|i| i as u32).chain(pc.b_aux_density.ones().map(|i| n_in + i as u32)).collect();
+    let b: Vec<u32> =
+        pc.b_input_density.ones().map(|i| i as u32).chain(pc.b_aux_density.ones().map(|i| n_in + i as u32)).collect();
     (a, b)
 }
 
@@ -106,7 +118,16 @@ impl DevicePce {
         let mats = [self.mats[0].0 as *const _, self.mats[1].0 as *const _, self.mats[2].0 as *const _];
         let mut ms = 0f32;
         check(unsafe {
-            ffi::cuzk_pce_eval(self.index, mats.as_ptr(), witness.as_ptr(), self.num_inputs as u32, domain.log_n, abc.a.as_mut_ptr(), abc.bc.as_mut_ptr(), &mut ms)
+            ffi::cuzk_pce_eval(
+                self.index,
+                mats.as_ptr(),
+                witness.as_ptr(),
+                self.num_inputs as u32,
+                domain.log_n,
+                abc.a.as_mut_ptr(),
+                abc.bc.as_mut_ptr(),
+                &mut ms,
+            )
         })?;
         Ok((abc, ms))
     }

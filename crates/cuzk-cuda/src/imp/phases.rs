@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
-use cuzk_groth16::prover::{MsmResults, Shape};
 use cuzk_backend::ProveTimings;
+use cuzk_groth16::prover::{MsmResults, Shape};
 use cuzk_groth16::ProvingAssignment;
 use group::Group;
 
@@ -42,7 +42,14 @@ pub(crate) fn witness_working_bytes(shape: &Shape, w: &WitnessRef<'_>) -> u64 {
 }
 
 /// a, b, c from the host, then quotient and MSMs.
-pub(crate) fn host_abc(index: usize, dev: &SrsOnDevice, shape: &Shape, inputs: &HostInputs<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
+pub(crate) fn host_abc(
+    index: usize,
+    dev: &SrsOnDevice,
+    shape: &Shape,
+    inputs: &HostInputs<'_>,
+    t: &mut ProveTimings,
+    boundary: &mut dyn FnMut(),
+) -> Result<MsmResults, CudaError> {
     let w = inputs.w;
     let n = shape.domain.n;
     tracing::debug!(device = index, n, "quotient (host a, b, c)");
@@ -66,11 +73,26 @@ pub(crate) fn host_abc(index: usize, dev: &SrsOnDevice, shape: &Shape, inputs: &
 
 /// The GPU-resident PCE path: only the witness goes up (compact when it came compact); a, b, c
 /// and the dense scalars are made on the device.
-pub(crate) fn witness(index: usize, dev: &SrsOnDevice, dpce: &DevicePce, shape: &Shape, w: WitnessRef<'_>, t: &mut ProveTimings, boundary: &mut dyn FnMut()) -> Result<MsmResults, CudaError> {
+pub(crate) fn witness(
+    index: usize,
+    dev: &SrsOnDevice,
+    dpce: &DevicePce,
+    shape: &Shape,
+    w: WitnessRef<'_>,
+    t: &mut ProveTimings,
+    boundary: &mut dyn FnMut(),
+) -> Result<MsmResults, CudaError> {
     let n = shape.domain.n;
     let n_in = w.num_inputs();
     let n_aux = w.num_aux();
-    tracing::debug!(device = index, n, n_in, n_aux, compact = matches!(w, WitnessRef::Compact { .. }), "witness upload and device mat-vec");
+    tracing::debug!(
+        device = index,
+        n,
+        n_in,
+        n_aux,
+        compact = matches!(w, WitnessRef::Compact { .. }),
+        "witness upload and device mat-vec"
+    );
     let (witness, up) = witness::upload(index, w)?;
     t.upload += ms(up.copy_ms);
     t.witness_expand += ms(up.expand_ms);
@@ -89,16 +111,30 @@ pub(crate) fn witness(index: usize, dev: &SrsOnDevice, dpce: &DevicePce, shape: 
     drop(h_buf);
     boundary();
     // L, A and B take witness values: mostly 0/1, so their MSMs are split (see msm.rs).
-    let l = witness_g1(&dev.l, Scalars::Device { buffer: &witness, offset: n_in, len: n_aux }, "L", &mut t.msm_l, boundary)?;
+    let l = witness_g1(
+        &dev.l,
+        Scalars::Device { buffer: &witness, offset: n_in, len: n_aux },
+        "L",
+        &mut t.msm_l,
+        boundary,
+    )?;
     boundary();
     let a_s = dpce.gather_a(&witness)?;
-    let a = witness_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, "A", &mut t.msm_a, boundary)?;
+    let a =
+        witness_g1(&dev.a, Scalars::Device { buffer: &a_s, offset: 0, len: a_s.len() }, "A", &mut t.msm_a, boundary)?;
     drop(a_s);
     boundary();
     let b_s = dpce.gather_b(&witness)?;
-    let b_g1 = witness_g1(&dev.b_g1, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, "B_G1", &mut t.msm_b_g1, boundary)?;
+    let b_g1 = witness_g1(
+        &dev.b_g1,
+        Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() },
+        "B_G1",
+        &mut t.msm_b_g1,
+        boundary,
+    )?;
     boundary();
-    let b_g2 = witness_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2, boundary)?;
+    let b_g2 =
+        witness_g2(&dev.b_g2, Scalars::Device { buffer: &b_s, offset: 0, len: b_s.len() }, &mut t.msm_b_g2, boundary)?;
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
 }
 
@@ -108,7 +144,12 @@ pub(crate) fn ms(v: f32) -> Duration {
 
 /// One query's MSM (the identity when the query is empty, or when B in G2 runs on the CPU),
 /// its time into `slot`; `run` returns the point, the ms and how many scalars were dense.
-fn run_query<M, P: Group>(m: &Option<M>, query: &str, slot: &mut Duration, run: impl FnOnce(&M) -> Result<(P, f32, usize), CudaError>) -> Result<P, CudaError> {
+fn run_query<M, P: Group>(
+    m: &Option<M>,
+    query: &str,
+    slot: &mut Duration,
+    run: impl FnOnce(&M) -> Result<(P, f32, usize), CudaError>,
+) -> Result<P, CudaError> {
     match m {
         Some(m) => {
             let (r, t, dense) = run(m)?;
@@ -123,23 +164,44 @@ fn run_query<M, P: Group>(m: &Option<M>, query: &str, slot: &mut Duration, run: 
 /// Dense G1 scalars (H; the host path's L, A, B). A long one pauses at `boundary` inside the
 /// MSM: the wide path between its steps, sppark's Pippenger (host scalars, streaming points)
 /// between chunks of points.
-fn run_g1(m: &Option<MsmG1>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G1Projective, CudaError> {
+fn run_g1(
+    m: &Option<MsmG1>,
+    s: Scalars<'_>,
+    slot: &mut Duration,
+    boundary: &mut dyn FnMut(),
+) -> Result<G1Projective, CudaError> {
     run_query(m, "G1", slot, |m| m.run_pausing(s, MsmPath::Dense, boundary))
 }
 
 /// B in G2 from host scalars: sppark's Pippenger, pausing between chunks of points.
-fn run_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G2Projective, CudaError> {
+fn run_g2(
+    m: &Option<MsmG2>,
+    s: Scalars<'_>,
+    slot: &mut Duration,
+    boundary: &mut dyn FnMut(),
+) -> Result<G2Projective, CudaError> {
     run_query(m, "G2", slot, |m| m.run_pausing(s, MsmPath::Dense, boundary))
 }
 
 /// Witness scalars (L, A, B): split on the device (see msm.rs).
 /// A witness too dense to split (WindowPoSt's) takes the wide path, and pauses there.
-fn witness_g1(m: &Option<MsmG1>, s: Scalars<'_>, query: &str, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G1Projective, CudaError> {
+fn witness_g1(
+    m: &Option<MsmG1>,
+    s: Scalars<'_>,
+    query: &str,
+    slot: &mut Duration,
+    boundary: &mut dyn FnMut(),
+) -> Result<G1Projective, CudaError> {
     run_query(m, query, slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }
 
 /// B in G2 from witness scalars: split when it can be; a dense one (WindowPoSt's) takes the
 /// wide path like the G1 witnesses, and pauses there.
-fn witness_g2(m: &Option<MsmG2>, s: Scalars<'_>, slot: &mut Duration, boundary: &mut dyn FnMut()) -> Result<G2Projective, CudaError> {
+fn witness_g2(
+    m: &Option<MsmG2>,
+    s: Scalars<'_>,
+    slot: &mut Duration,
+    boundary: &mut dyn FnMut(),
+) -> Result<G2Projective, CudaError> {
     run_query(m, "B_G2", slot, |m| m.run_pausing(s, MsmPath::Witness, boundary))
 }

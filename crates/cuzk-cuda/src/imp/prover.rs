@@ -50,7 +50,15 @@ pub struct CudaOptions {
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { devices: vec![], workers_per_device: 2, residency: Residency::Auto, b_g2: B2Placement::Gpu, device_matvec: true, keep_host_params: false, stage_queries: None }
+        CudaOptions {
+            devices: vec![],
+            workers_per_device: 2,
+            residency: Residency::Auto,
+            b_g2: B2Placement::Gpu,
+            device_matvec: true,
+            keep_host_params: false,
+            stage_queries: None,
+        }
     }
 }
 
@@ -110,7 +118,14 @@ impl CudaProver {
                 health: DeviceHealth::default(),
             })
             .collect();
-        Ok(CudaProver { options, gpus, pinned: Mutex::new(Vec::new()), cpu: CpuProver, next: AtomicUsize::new(0), host_memory: std::sync::OnceLock::new() })
+        Ok(CudaProver {
+            options,
+            gpus,
+            pinned: Mutex::new(Vec::new()),
+            cpu: CpuProver,
+            next: AtomicUsize::new(0),
+            host_memory: std::sync::OnceLock::new(),
+        })
     }
 
     pub fn device_infos(&self) -> Vec<DeviceInfo> {
@@ -136,7 +151,13 @@ impl ProverBackend for CudaProver {
         Forms { expanded, compact: expanded && self.b_g2_on_gpu() }
     }
 
-    fn prove(&self, srs: &Srs, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    fn prove(
+        &self,
+        srs: &Srs,
+        witness: Witness,
+        rs: Randomness,
+        label: &WorkLabel,
+    ) -> Result<(Proof, ProveTimings), ProveError> {
         if !self.accepts().takes(witness.form()) {
             return Err(witness.not_taken_by(self.name()));
         }
@@ -153,7 +174,8 @@ impl ProverBackend for CudaProver {
             .iter()
             .map(|g| {
                 let (free, total) = device::memory(g.info.index).unwrap_or((0, g.info.total_memory));
-                let resident = g.srs.lock().iter().map(|s| s.bytes()).sum::<u64>() + g.pce.lock().iter().map(|(_, p)| p.bytes()).sum::<u64>();
+                let resident = g.srs.lock().iter().map(|s| s.bytes()).sum::<u64>()
+                    + g.pce.lock().iter().map(|(_, p)| p.bytes()).sum::<u64>();
                 DeviceReport {
                     ordinal: g.info.ordinal,
                     name: g.info.name.clone(),
@@ -172,7 +194,10 @@ impl ProverBackend for CudaProver {
 
     fn host_bytes(&self, srs: &Srs) -> u64 {
         let key = SrsKey::of(srs);
-        self.gpus.iter().map(|g| g.srs.lock().iter().filter(|s| s.key == key).map(|s| s.host_bytes()).sum::<u64>()).sum()
+        self.gpus
+            .iter()
+            .map(|g| g.srs.lock().iter().filter(|s| s.key == key).map(|s| s.host_bytes()).sum::<u64>())
+            .sum()
     }
 
     fn usable(&self) -> bool {
@@ -212,7 +237,9 @@ impl ProverBackend for CudaProver {
                     "host copy of the parameters released: every device holds them (gpus.keep_host_params = false)");
             }
             Ok(false) => {}
-            Err(e) => tracing::warn!(srs = %srs.path.display(), error = %e, "could not put the parameters on every device now; the host copy stays"),
+            Err(e) => {
+                tracing::warn!(srs = %srs.path.display(), error = %e, "could not put the parameters on every device now; the host copy stays")
+            }
         }
     }
 

@@ -55,7 +55,13 @@ impl SrsOnDevice {
     /// `keep_host` false (resident only): the contexts never read the host points again, so
     /// the caller may release them ([`Srs::release_points`]); small MSMs then run on the
     /// device too.
-    pub unsafe fn build(index: usize, srs: &Srs, resident: bool, with_b_g2: bool, keep_host: bool) -> Result<Self, CudaError> {
+    pub unsafe fn build(
+        index: usize,
+        srs: &Srs,
+        resident: bool,
+        with_b_g2: bool,
+        keep_host: bool,
+    ) -> Result<Self, CudaError> {
         assert!(resident || keep_host, "streaming contexts read the host points on every call");
         let g1 = |p: &[blstrs::G1Affine]| -> Result<Option<MsmG1>, CudaError> {
             if p.is_empty() {
@@ -94,7 +100,14 @@ impl SrsOnDevice {
     /// ones on the device, `staged` ones in host memory of their own. The caller fills every
     /// query ([`MsmG1::fill`], [`MsmG2::fill`]) before any proof sees them. No context reads
     /// host points of the caller's. `peak_bytes`: one proof's peak on the device.
-    pub fn unfilled(index: usize, key: SrsKey, q: &QueryLens, with_b_g2: bool, staged: Staged, peak_bytes: u64) -> Result<Self, CudaError> {
+    pub fn unfilled(
+        index: usize,
+        key: SrsKey,
+        q: &QueryLens,
+        with_b_g2: bool,
+        staged: Staged,
+        peak_bytes: u64,
+    ) -> Result<Self, CudaError> {
         let g1 = |n: usize, x: Query| -> Result<Option<MsmG1>, CudaError> {
             match (n, staged.contains(x)) {
                 (0, _) => Ok(None),
@@ -121,7 +134,11 @@ impl SrsOnDevice {
 
     /// Device bytes of the resident points.
     pub fn bytes(&self) -> u64 {
-        [&self.h, &self.l, &self.a, &self.b_g1].iter().filter_map(|m| m.as_ref()).map(|m| m.resident_bytes()).sum::<u64>()
+        [&self.h, &self.l, &self.a, &self.b_g1]
+            .iter()
+            .filter_map(|m| m.as_ref())
+            .map(|m| m.resident_bytes())
+            .sum::<u64>()
             + self.b_g2.as_ref().map_or(0, |m| m.resident_bytes())
     }
 
@@ -155,7 +172,9 @@ impl PinnedSrs {
             }
             match check(unsafe { ffi::cuzk_host_register(ptr as *mut _, bytes) }) {
                 Ok(()) => regions.push(ptr as usize),
-                Err(e) => tracing::warn!(query = what, error = %e, "could not page-lock parameters; streaming them from pageable memory"),
+                Err(e) => {
+                    tracing::warn!(query = what, error = %e, "could not page-lock parameters; streaming them from pageable memory")
+                }
             }
         };
         try_pin(srs.h.as_ptr().cast(), std::mem::size_of_val(&srs.h[..]), "h");

@@ -27,19 +27,33 @@ impl CudaProver {
     }
 
     /// Try each device in order of load (at most two attempts), then the CPU.
-    pub(super) fn prove_with(&self, srs: &Srs, shape: &Shape, witness: Witness, rs: Randomness, label: &WorkLabel) -> Result<(Proof, ProveTimings), ProveError> {
+    pub(super) fn prove_with(
+        &self,
+        srs: &Srs,
+        shape: &Shape,
+        witness: Witness,
+        rs: Randomness,
+        label: &WorkLabel,
+    ) -> Result<(Proof, ProveTimings), ProveError> {
         let order = self.device_order();
         // device_order counted its first choice as taken; each attempt below counts its own.
         self.gpus[order[0]].active.fetch_sub(1, Ordering::Relaxed);
         // Lost devices (a sticky error) are never tried again.
         let live: Vec<usize> = order.into_iter().filter(|&g| !self.gpus[g].health.is_lost()).collect();
         if live.is_empty() {
-            return Err(ProveError::Backend { backend: self.name(), message: "every CUDA device is out of service after a sticky error".into() });
+            return Err(ProveError::Backend {
+                backend: self.name(),
+                message: "every CUDA device is out of service after a sticky error".into(),
+            });
         }
         // With the host copy of the parameters released the CPU cannot retry: a lone device
         // gets the second attempt itself (transient faults, out-of-memory).
         let cpu_can_retry = !srs.points_released();
-        let attempts: Vec<usize> = if live.len() == 1 && !cpu_can_retry { vec![live[0], live[0]] } else { live.iter().take(2).copied().collect() };
+        let attempts: Vec<usize> = if live.len() == 1 && !cpu_can_retry {
+            vec![live[0], live[0]]
+        } else {
+            live.iter().take(2).copied().collect()
+        };
         let mut last_err = None;
         for &g in &attempts {
             if self.gpus[g].health.is_lost() {
@@ -57,7 +71,10 @@ impl CudaProver {
             }
         }
         if live.len() >= 2 || !cpu_can_retry {
-            return Err(last_err.unwrap_or_else(|| ProveError::Backend { backend: self.name(), message: "the device was lost".into() }));
+            return Err(last_err.unwrap_or_else(|| ProveError::Backend {
+                backend: self.name(),
+                message: "the device was lost".into(),
+            }));
         }
         // One device only: the second attempt is the CPU, which builds a, b, c (and the full
         // witness) on the host: only with room for them in the engine's budget.
@@ -71,13 +88,18 @@ impl CudaProver {
                     let device = last_err.map(|e| e.to_string()).unwrap_or_default();
                     return Err(ProveError::Backend {
                         backend: "cpu".into(),
-                        message: format!("{device}; a retry on the CPU needs {} MiB that the memory budget does not have now", need >> 20),
+                        message: format!(
+                            "{device}; a retry on the CPU needs {} MiB that the memory budget does not have now",
+                            need >> 20
+                        ),
                     });
                 }
             },
         };
         tracing::warn!(mib = need >> 20, "retrying the partition on the CPU backend");
-        let w = witness.into_assignment().map_err(|e| ProveError::Backend { backend: "cpu".into(), message: e.to_string() })?;
+        let w = witness
+            .into_assignment()
+            .map_err(|e| ProveError::Backend { backend: "cpu".into(), message: e.to_string() })?;
         self.cpu.prove(srs, w, rs).map(|(proof, t)| (proof, t.into()))
     }
 }

@@ -69,7 +69,13 @@ type GlueFn<P> = unsafe extern "C" fn(usize, *const P, usize, i32, *const u64, u
 impl CudaFixedBase {
     /// `scalars[i]·G` through `glue`, a slice at a time. `A` is blstrs' affine type, a
     /// transparent wrapper of blst's `P`.
-    fn run<A: Default + Clone + Send, P>(&self, table: &[A], window: usize, scalars: &[Fr], glue: GlueFn<P>) -> Result<Vec<A>, SetupError> {
+    fn run<A: Default + Clone + Send, P>(
+        &self,
+        table: &[A],
+        window: usize,
+        scalars: &[Fr],
+        glue: GlueFn<P>,
+    ) -> Result<Vec<A>, SetupError> {
         assert_eq!(std::mem::size_of::<A>(), std::mem::size_of::<P>(), "blstrs' affine points wrap blst's");
         let mut out = vec![A::default(); scalars.len()];
         for (s, o) in scalars.chunks(SLICE).zip(out.chunks_mut(SLICE)) {
@@ -77,7 +83,15 @@ impl CudaFixedBase {
             // SAFETY: `A` is a transparent wrapper of `P` (sizes checked above); the buffers
             // hold `s.len()` scalars (4 words each) and points, and the table its own length.
             check(unsafe {
-                glue(self.index, table.as_ptr() as *const P, table.len(), window as i32, words.as_ptr(), s.len(), o.as_mut_ptr() as *mut P)
+                glue(
+                    self.index,
+                    table.as_ptr() as *const P,
+                    table.len(),
+                    window as i32,
+                    words.as_ptr(),
+                    s.len(),
+                    o.as_mut_ptr() as *mut P,
+                )
             })
             .map_err(|e| self.error(e))?;
             set_zeros_to_identity(s, o);

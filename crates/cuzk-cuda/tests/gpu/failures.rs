@@ -12,7 +12,8 @@ fn a_panic_in_the_device_region_leaves_no_cpu_b_g2_thread_reading_the_parameters
     // fraction of a second, far longer than the unwinding.
     let rounds = 400_000;
     let pc = std::sync::Arc::new(cuzk_pce::extract(CubeChain { x0: None, rounds }).unwrap());
-    let srs = cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
+    let srs =
+        cuzk_pce::setup::generate_srs_into(&pc, 7, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
     assert!(srs.b_g2.len() > rounds, "{}", srs.b_g2.len());
     let prover = CudaProver::new(CudaOptions { b_g2: B2Placement::Cpu, ..Default::default() }).unwrap();
     let circuit = CubeChain { x0: Some(Fr::from(2u64)), rounds };
@@ -22,14 +23,29 @@ fn a_panic_in_the_device_region_leaves_no_cpu_b_g2_thread_reading_the_parameters
     };
     cuzk_cuda::faults::panic_in_next_device_region();
     let w = witness();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(&srs, Witness::Expanded { witness: w, matrices: pc.clone() }, Randomness::random(&mut r), &Default::default())));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        prover.prove(
+            &srs,
+            Witness::Expanded { witness: w, matrices: pc.clone() },
+            Randomness::random(&mut r),
+            &Default::default(),
+        )
+    }));
     assert!(outcome.is_err(), "the injected panic reached the caller");
     assert_eq!(cuzk_cuda::cpu_task::running(), 0, "a CPU B_G2 thread still runs after the partition unwound");
     // The parameters can go now (what an eviction does), and the prover still proves.
     prover.forget_srs(&srs);
     drop(srs);
-    let srs = cuzk_pce::setup::generate_srs_into(&pc, 8, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
-    let (proof, _) = prover.prove(&srs, Witness::Expanded { witness: witness(), matrices: pc.clone() }, Randomness::random(&mut r), &Default::default()).unwrap();
+    let srs =
+        cuzk_pce::setup::generate_srs_into(&pc, 8, "cube", &cuzk_cuda::setup::CudaFixedBase::new(DEV), None).unwrap();
+    let (proof, _) = prover
+        .prove(
+            &srs,
+            Witness::Expanded { witness: witness(), matrices: pc.clone() },
+            Randomness::random(&mut r),
+            &Default::default(),
+        )
+        .unwrap();
     assert!(PreparedVerifyingKey::new(&srs.vk).verify(&proof, &[chain(Fr::from(2u64), rounds)]).unwrap());
     assert!(prover.devices().iter().all(|d| d.current.is_none()), "no stale job on the device");
 }

@@ -34,23 +34,28 @@ fn staged_msms_equal_the_cpu_msm_chunk_by_chunk() {
         m.set_stage_chunk(chunk);
         for (offset, len) in [(0, n), (5, n - 5), (0, chunk - 1)] {
             let want = msm_g1(&pts[..len], &dense[offset..offset + len]);
-            let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &d_dense, offset, len }, MsmPath::Dense).unwrap();
+            let (got, _, _) =
+                m.run_path_on_device(Scalars::Device { buffer: &d_dense, offset, len }, MsmPath::Dense).unwrap();
             assert_eq!(got, want, "staged dense MSM chunk={chunk} offset={offset} len={len}");
             let want = msm_g1(&pts[..len], &witness[offset..offset + len]);
-            let (got, _, pippenger) = m.run_witness_on_device(Scalars::Device { buffer: &d_witness, offset, len }).unwrap();
+            let (got, _, pippenger) =
+                m.run_witness_on_device(Scalars::Device { buffer: &d_witness, offset, len }).unwrap();
             assert_eq!(got, want, "staged witness MSM chunk={chunk} offset={offset} len={len}");
             assert!(pippenger < len, "the witness is split chunk by chunk: {pippenger} of {len} through a Pippenger");
         }
         // Paused between chunks (and inside the wide path), still the same sum.
         let mut pauses = 0;
-        let (got, _, _) = m.run_pausing(Scalars::Device { buffer: &d_dense, offset: 0, len: n }, MsmPath::Dense, &mut || pauses += 1).unwrap();
+        let (got, _, _) = m
+            .run_pausing(Scalars::Device { buffer: &d_dense, offset: 0, len: n }, MsmPath::Dense, &mut || pauses += 1)
+            .unwrap();
         assert_eq!(got, msm_g1(&pts, &dense), "paused staged MSM chunk={chunk}");
         assert!(pauses >= n.div_ceil(chunk) - 1, "a pause between chunks: {pauses} for chunk={chunk}");
     }
     // Host scalars and sppark's own path read the staged host memory as streaming points.
     let want = msm_g1(&pts[..100_000], &dense[..100_000]);
     assert_eq!(m.run(Scalars::Host(&dense[..100_000])).unwrap().0, want, "host scalars");
-    let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &d_dense, offset: 0, len: 100_000 }, MsmPath::Sppark).unwrap();
+    let (got, _, _) =
+        m.run_path_on_device(Scalars::Device { buffer: &d_dense, offset: 0, len: 100_000 }, MsmPath::Sppark).unwrap();
     assert_eq!(got, want, "sppark's path over staged points");
 
     // G2: 100,003 points in four chunks, dense and as a witness.
@@ -63,8 +68,16 @@ fn staged_msms_equal_the_cpu_msm_chunk_by_chunk() {
     for scalars in [edge_scalars(&mut r, n2), witness_scalars(&mut r, n2, 50, 40)] {
         let (d, _) = DeviceBuffer::upload(DEV, &scalars).unwrap();
         let want = msm_g2(&pts2, &scalars);
-        assert_eq!(m2.run_path_on_device(Scalars::Device { buffer: &d, offset: 0, len: n2 }, MsmPath::Dense).unwrap().0, want, "staged G2 dense");
-        assert_eq!(m2.run_witness_on_device(Scalars::Device { buffer: &d, offset: 0, len: n2 }).unwrap().0, want, "staged G2 witness");
+        assert_eq!(
+            m2.run_path_on_device(Scalars::Device { buffer: &d, offset: 0, len: n2 }, MsmPath::Dense).unwrap().0,
+            want,
+            "staged G2 dense"
+        );
+        assert_eq!(
+            m2.run_witness_on_device(Scalars::Device { buffer: &d, offset: 0, len: n2 }).unwrap().0,
+            want,
+            "staged G2 witness"
+        );
     }
 }
 
@@ -123,7 +136,8 @@ fn a_key_with_staged_queries_proves_as_its_host_copy_does() {
             assert!(srs.points_released(), "{what}: the host copy of the loader's is gone");
             assert_eq!(prover.host_bytes(srs), staged.host_bytes(&lens), "{what}: the staged bytes are counted");
             let (ins, aux) = cuzk_pce::witness_compact(circuit.clone(), pc.num_inputs, pc.num_aux).unwrap();
-            let (w, _) = Witness::Compact { inputs: ins, aux, matrices: pc.clone() }.into_accepted(prover.accepts()).unwrap();
+            let (w, _) =
+                Witness::Compact { inputs: ins, aux, matrices: pc.clone() }.into_accepted(prover.accepts()).unwrap();
             let (got, t) = prover.prove(srs, w, rs, &Default::default()).unwrap();
             assert!(t.device.is_some(), "{what}: proved on the device");
             assert!(got.to_bytes() == want.to_bytes(), "{what}: the same proof as the host copy's");

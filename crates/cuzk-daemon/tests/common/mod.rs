@@ -171,10 +171,8 @@ pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Ru
     // The daemon creates the socket's directory itself.
     let socket: PathBuf = dir.path().join("run").join("cuzk.sock");
     let http_port = free_tcp_port();
-    let daemon_section = format!(
-        "listen = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n{daemon_extra}",
-        socket.display()
-    );
+    let daemon_section =
+        format!("listen = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n{daemon_extra}", socket.display());
     let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
     let client = wait_ready(&mut daemon, &socket).await;
     wait_http(http_port).await;

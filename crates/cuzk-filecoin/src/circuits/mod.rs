@@ -6,11 +6,11 @@
 //! behind [`PartitionCircuit`] so the engine can schedule partitions of any proof type alike.
 
 mod native_witness;
+#[cfg(test)]
+mod oversized_tests;
 pub(crate) mod porep;
 mod post;
 mod snap;
-#[cfg(test)]
-mod oversized_tests;
 
 use bellpepper_core::{Circuit, SynthesisError};
 use cuzk_groth16::{Fr, ProvingAssignment};
@@ -29,7 +29,11 @@ pub trait PartitionCircuit: Send {
     fn witness(self: Box<Self>) -> Result<(Vec<Fr>, Vec<Fr>), SynthesisError>;
     /// [`PartitionCircuit::witness`] with the aux values compact (2 bits per 0/1 value) and
     /// the vectors sized up front from the PCE matrices: what the engine keeps per partition.
-    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError>;
+    fn witness_compact(
+        self: Box<Self>,
+        num_inputs: usize,
+        num_aux: usize,
+    ) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError>;
     /// Record the R1CS structure (values are never computed).
     fn extract(self: Box<Self>) -> Result<PreCompiled, SynthesisError>;
     /// [`PartitionCircuit::witness`] computed by running every gadget of the circuit, even
@@ -50,7 +54,11 @@ impl<C: Circuit<Fr> + Send> PartitionCircuit for C {
         cuzk_pce::witness(*self)
     }
 
-    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+    fn witness_compact(
+        self: Box<Self>,
+        num_inputs: usize,
+        num_aux: usize,
+    ) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
         cuzk_pce::witness_compact(*self, num_inputs, num_aux)
     }
 
@@ -93,7 +101,11 @@ impl<C: Circuit<Fr> + Send, N: NativeWitness> PartitionCircuit for WithNativeWit
         self.native_witness(1, 0)
     }
 
-    fn witness_compact(self: Box<Self>, num_inputs: usize, num_aux: usize) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
+    fn witness_compact(
+        self: Box<Self>,
+        num_inputs: usize,
+        num_aux: usize,
+    ) -> Result<(Vec<Fr>, CompactFrVec), SynthesisError> {
         self.native_witness(num_inputs, num_aux)
     }
 
@@ -172,7 +184,10 @@ fn check_merkle_path<P: storage_proofs_core::merkle::MerkleProofTrait>(
     let path = proof.path();
     let expected = proof.expected_len(leaves);
     if path.len() != expected {
-        return Err(InputError::Invalid { what, reason: format!("a Merkle path of {} levels; the tree has {expected}", path.len()) });
+        return Err(InputError::Invalid {
+            what,
+            reason: format!("a Merkle path of {} levels; the tree has {expected}", path.len()),
+        });
     }
     let arities = [P::Arity::to_usize(), P::SubTreeArity::to_usize(), P::TopTreeArity::to_usize()];
     if let Some((siblings, _)) = path.iter().find(|(siblings, _)| !arities.contains(&(siblings.len() + 1))) {

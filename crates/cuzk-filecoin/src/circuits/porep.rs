@@ -35,7 +35,10 @@ pub fn decode_c1(bytes: &[u8], requested_size: u64) -> Result<SealCommitPhase1Ou
     let json = match serde_json::from_slice::<Envelope>(bytes) {
         Ok(env) => {
             if requested_size != 0 && env.sector_size != requested_size {
-                return Err(InputError::EnvelopeSectorSizeMismatch { envelope: env.sector_size, requested: requested_size });
+                return Err(InputError::EnvelopeSectorSizeMismatch {
+                    envelope: env.sector_size,
+                    requested: requested_size,
+                });
             }
             base64::engine::general_purpose::STANDARD
                 .decode(env.phase1_out.as_bytes())
@@ -85,7 +88,11 @@ fn check_vanilla_shape<Tree: 'static + MerkleTreeTrait>(
     use storage_proofs_core::drgraph::Graph;
     let challenges = vp.challenges.num_challenges_per_partition();
     if let Some(p) = vanilla.iter().find(|p| p.len() != challenges) {
-        return Err(InputError::WrongCount { what: "challenges (vanilla proofs) in each C1 partition", expected: challenges.to_string(), got: p.len() });
+        return Err(InputError::WrongCount {
+            what: "challenges (vanilla proofs) in each C1 partition",
+            expected: challenges.to_string(),
+            got: p.len(),
+        });
     }
     let nodes = (sector_size / 32) as usize;
     let (drg, exp) = (vp.graph.base_graph().degree(), vp.graph.expansion_degree());
@@ -98,7 +105,10 @@ fn check_vanilla_shape<Tree: 'static + MerkleTreeTrait>(
             ("expander parent columns", columns.exp_parents.len(), exp),
         ];
         if let Some((name, got, expected)) = counts.into_iter().find(|(_, got, expected)| got != expected) {
-            return Err(InputError::Invalid { what, reason: format!("a challenge has {got} {name}; the registered proof has {expected}") });
+            return Err(InputError::Invalid {
+                what,
+                reason: format!("a challenge has {got} {name}; the registered proof has {expected}"),
+            });
         }
         check_merkle_path(what, &proof.comm_d_proofs, nodes)?;
         check_merkle_path(what, &proof.comm_r_last_proof, nodes)?;
@@ -151,8 +161,11 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
             partitions: Some(partitions),
             priority: false,
         };
-        let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
-            .map_err(circuit_error("PoRep setup"))?;
+        let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)
+        .map_err(circuit_error("PoRep setup"))?;
         check_vanilla_shape(&pp.vanilla_params, u64::from(config.sector_size), &vanilla)?;
         Ok((Sector { public_inputs, vanilla_params: pp.vanilla_params }, vanilla))
     }
@@ -161,8 +174,9 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<Tree> {
     #[allow(clippy::ptr_arg)] // storage-proofs' `circuit` takes a `&Vec`
     pub(crate) fn partition(&self, k: usize, proofs: &Vec<VanillaSealProof<Tree>>) -> Result<Partition, InputError> {
         let tau = self.public_inputs.tau.as_ref().expect("decode sets tau");
-        let native = PartitionInputs::new(self.public_inputs.replica_id.into(), tau.comm_d.into(), tau.comm_r.into(), proofs)
-            .map_err(|reason| InputError::Invalid { what: "C1 vanilla proofs", reason })?;
+        let native =
+            PartitionInputs::new(self.public_inputs.replica_id.into(), tau.comm_d.into(), tau.comm_r.into(), proofs)
+                .map_err(|reason| InputError::Invalid { what: "C1 vanilla proofs", reason })?;
         let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
             &self.public_inputs,
             (),

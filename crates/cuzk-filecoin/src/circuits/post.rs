@@ -10,9 +10,7 @@
 //! themselves are checked where the witness computes them (`native_witness::post`).
 
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
-use filecoin_proofs::{
-    as_safe_commitment, partition_vanilla_proofs, with_shape, FallbackPoStSectorProof, PoStConfig,
-};
+use filecoin_proofs::{as_safe_commitment, partition_vanilla_proofs, with_shape, FallbackPoStSectorProof, PoStConfig};
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
@@ -26,12 +24,18 @@ use crate::decode_pool;
 use crate::error::InputError;
 use crate::request::{post_randomness, prover_id_from_miner, ProofRequest};
 
-pub(super) fn prepare_winning(registered: RegisteredPoStProof, req: &ProofRequest) -> Result<Vec<Partition>, InputError> {
+pub(super) fn prepare_winning(
+    registered: RegisteredPoStProof,
+    req: &ProofRequest,
+) -> Result<Vec<Partition>, InputError> {
     let size = u64::from(registered.sector_size());
     with_shape!(size, prepare_shaped, registered, req, false)
 }
 
-pub(super) fn prepare_window(registered: RegisteredPoStProof, req: &ProofRequest) -> Result<Vec<Partition>, InputError> {
+pub(super) fn prepare_window(
+    registered: RegisteredPoStProof,
+    req: &ProofRequest,
+) -> Result<Vec<Partition>, InputError> {
     let size = u64::from(registered.sector_size());
     with_shape!(size, prepare_shaped, registered, req, true)
 }
@@ -48,7 +52,9 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
     // Every sector opens exactly the registered proof's challenges along full-depth paths
     // (sector counts are checked below, per PoSt type), before any circuit is built.
     let nodes = (u64::from(config.sector_size) / 32) as usize;
-    let vanilla = decode_pool::try_map(&req.vanilla_proofs, |i, bytes| decode_sector::<Tree>(i, bytes, config.challenge_count, nodes))?;
+    let vanilla = decode_pool::try_map(&req.vanilla_proofs, |i, bytes| {
+        decode_sector::<Tree>(i, bytes, config.challenge_count, nodes)
+    })?;
     let k = window.then_some(req.partition_index as usize);
     let pub_inputs = public_inputs::<Tree>(req, &vanilla, k)?;
 
@@ -91,7 +97,11 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         let mut proofs = partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_inputs, 1, &vanilla)
             .map_err(circuit_error("WinningPoSt vanilla proofs"))?;
         if proofs.len() != 1 {
-            return Err(InputError::WrongCount { what: "WinningPoSt partitions", expected: "1".into(), got: proofs.len() });
+            return Err(InputError::WrongCount {
+                what: "WinningPoSt partitions",
+                expected: "1".into(),
+                got: proofs.len(),
+            });
         }
         let repeated = (0..pp.vanilla_params.sector_count).flat_map(|_| pub_inputs.sectors.iter().cloned()).collect();
         (pub_inputs, pp, proofs.remove(0), repeated)
@@ -105,7 +115,8 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
         Some(0),
     )
     .map_err(circuit_error("PoSt public inputs"))?;
-    let native = PostInputs::new(&circuit, &partition_proof).map_err(|reason| InputError::Invalid { what: "PoSt vanilla proofs", reason })?;
+    let native = PostInputs::new(&circuit, &partition_proof)
+        .map_err(|reason| InputError::Invalid { what: "PoSt vanilla proofs", reason })?;
     decode_pool::drop_later(partition_proof);
     Ok(vec![Partition { index: 0, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs: inputs }])
 }
@@ -159,12 +170,19 @@ fn decode_sector<Tree: 'static + MerkleTreeTrait>(
     challenge_count: usize,
     nodes: usize,
 ) -> Result<FallbackPoStSectorProof<Tree>, InputError> {
-    let p = bincode::deserialize::<FallbackPoStSectorProof<Tree>>(bytes)
-        .map_err(bincode_error("vanilla proof", index, "FallbackPoStSectorProof"))?;
+    let p = bincode::deserialize::<FallbackPoStSectorProof<Tree>>(bytes).map_err(bincode_error(
+        "vanilla proof",
+        index,
+        "FallbackPoStSectorProof",
+    ))?;
     // More sector proofs inside one would each become sectors of the circuit.
     let inner = &p.vanilla_proof.sectors;
     if inner.len() != 1 {
-        return Err(InputError::WrongCount { what: "sector proofs inside each vanilla proof", expected: "1".into(), got: inner.len() });
+        return Err(InputError::WrongCount {
+            what: "sector proofs inside each vanilla proof",
+            expected: "1".into(),
+            got: inner.len(),
+        });
     }
     let openings = &inner[0].inclusion_proofs;
     if openings.len() != challenge_count {
@@ -179,7 +197,10 @@ fn decode_sector<Tree: 'static + MerkleTreeTrait>(
         if o.root() != inner[0].comm_r_last {
             return Err(InputError::Invalid {
                 what: "PoSt vanilla proofs",
-                reason: format!("sector {}: an inclusion proof's root is not the sector's comm_r_last", u64::from(p.sector_id)),
+                reason: format!(
+                    "sector {}: an inclusion proof's root is not the sector's comm_r_last",
+                    u64::from(p.sector_id)
+                ),
             });
         }
     }
@@ -255,7 +276,9 @@ mod tests {
     /// `PartialEq`; its fields print every value).
     fn described(c: &FallbackPoStCircuit<SectorShape32GiB>) -> Vec<String> {
         let mut all = vec![format!("{:?}", c.prover_id)];
-        all.extend(c.sectors.iter().map(|s| format!("{:?} {:?} {:?} {:?} {:?} {:?}", s.id, s.comm_r, s.comm_c, s.comm_r_last, s.leafs, s.paths)));
+        all.extend(c.sectors.iter().map(|s| {
+            format!("{:?} {:?} {:?} {:?} {:?} {:?}", s.id, s.comm_r, s.comm_c, s.comm_r_last, s.leafs, s.paths)
+        }));
         all
     }
 
@@ -272,9 +295,16 @@ mod tests {
         let req = post.request();
         let config = registered.as_v1_config();
         let nodes = (u64::from(config.sector_size) / 32) as usize;
-        let vanilla = decode_pool::try_map(&req.vanilla_proofs, |i, b| decode_sector::<Tree>(i, b, config.challenge_count, nodes)).unwrap();
+        let vanilla = decode_pool::try_map(&req.vanilla_proofs, |i, b| {
+            decode_sector::<Tree>(i, b, config.challenge_count, nodes)
+        })
+        .unwrap();
         let pub_inputs = public_inputs::<Tree>(&req, &vanilla, Some(0)).unwrap();
-        let setup = compound_proof::SetupParams { vanilla_params: window_post_setup_params(&config), partitions: None, priority: false };
+        let setup = compound_proof::SetupParams {
+            vanilla_params: window_post_setup_params(&config),
+            partitions: None,
+            priority: false,
+        };
         let pp = FallbackPoStCompound::<Tree>::setup(&setup).unwrap();
 
         let theirs = single_partition_vanilla_proofs(&config, &pp.vanilla_params, &pub_inputs, &vanilla).unwrap();
@@ -282,7 +312,14 @@ mod tests {
         assert_eq!(ours.sectors.len(), config.sector_count);
         assert_eq!(format!("{:?}", ours.sectors), format!("{:?}", theirs.sectors));
 
-        let reference = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::circuit(&pub_inputs, Default::default(), &theirs, &pp.vanilla_params, Some(0)).unwrap();
+        let reference = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::circuit(
+            &pub_inputs,
+            Default::default(),
+            &theirs,
+            &pp.vanilla_params,
+            Some(0),
+        )
+        .unwrap();
         let built = partition_circuit::<Tree>(&pub_inputs, &ours, config.sector_count).unwrap();
         assert_eq!(built.sectors.len(), config.sector_count);
         assert!(described(&built) == described(&reference), "the threaded circuit differs from storage-proofs'");

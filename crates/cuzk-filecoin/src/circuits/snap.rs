@@ -8,9 +8,11 @@ use filecoin_proofs::{with_shape, SectorUpdateConfig};
 use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams,
+};
 
 use super::native_witness::snap::SnapInputs;
 use super::{bincode_error, circuit_error, Partition, WithNativeWitness};
@@ -38,7 +40,8 @@ fn prepare_shaped<Tree: 'static + MerkleTreeTrait>(
     circuits::<Tree>(registered, req)?
         .into_iter()
         .map(|(k, circuit, inputs)| {
-            let native = SnapInputs::new(&circuit).map_err(|reason| InputError::Invalid { what: "SnapDeals partition circuit", reason })?;
+            let native = SnapInputs::new(&circuit)
+                .map_err(|reason| InputError::Invalid { what: "SnapDeals partition circuit", reason })?;
             Ok(Partition { index: k, circuit: Box::new(WithNativeWitness { circuit, native }), public_inputs: inputs })
         })
         .collect()
@@ -54,9 +57,12 @@ pub(crate) fn circuits<Tree: 'static + MerkleTreeTrait>(
     let comm_r_old = field("comm_r_old", &req.comm_r_old)?;
     let comm_r_new = field("comm_r_new", &req.comm_r_new)?;
     let comm_d_new = field("comm_d_new", &req.comm_d_new)?;
-    let fe = |name: &'static str| move |e: anyhow::Error| InputError::BadFieldElement { name, reason: format!("{e:#}") };
-    let comm_r_old = <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&comm_r_old).map_err(fe("comm_r_old"))?;
-    let comm_r_new = <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&comm_r_new).map_err(fe("comm_r_new"))?;
+    let fe =
+        |name: &'static str| move |e: anyhow::Error| InputError::BadFieldElement { name, reason: format!("{e:#}") };
+    let comm_r_old =
+        <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&comm_r_old).map_err(fe("comm_r_old"))?;
+    let comm_r_new =
+        <TreeRHasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&comm_r_new).map_err(fe("comm_r_new"))?;
     let comm_d_new = DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(fe("comm_d_new"))?;
 
     let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
@@ -73,8 +79,11 @@ pub(crate) fn circuits<Tree: 'static + MerkleTreeTrait>(
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            bincode::deserialize::<PartitionProof<SnapTree<Tree>>>(b)
-                .map_err(bincode_error("vanilla partition proof", i, "PartitionProof"))
+            bincode::deserialize::<PartitionProof<SnapTree<Tree>>>(b).map_err(bincode_error(
+                "vanilla partition proof",
+                i,
+                "PartitionProof",
+            ))
         })
         .collect::<Result<Vec<_>, _>>()?;
 
@@ -85,10 +94,18 @@ pub(crate) fn circuits<Tree: 'static + MerkleTreeTrait>(
     let apex_leaves = storage_proofs_update::constants::apex_leaf_count(nodes);
     for p in &vanilla {
         if p.challenge_proofs.len() != challenges {
-            return Err(InputError::WrongCount { what: "challenges per SnapDeals partition proof", expected: challenges.to_string(), got: p.challenge_proofs.len() });
+            return Err(InputError::WrongCount {
+                what: "challenges per SnapDeals partition proof",
+                expected: challenges.to_string(),
+                got: p.challenge_proofs.len(),
+            });
         }
         if p.apex_leafs.len() != apex_leaves {
-            return Err(InputError::WrongCount { what: "apex leaves per SnapDeals partition proof", expected: apex_leaves.to_string(), got: p.apex_leafs.len() });
+            return Err(InputError::WrongCount {
+                what: "apex leaves per SnapDeals partition proof",
+                expected: apex_leaves.to_string(),
+                got: p.apex_leafs.len(),
+            });
         }
     }
     let public_inputs = PublicInputs { k: partitions, comm_r_old, comm_d_new, comm_r_new, h: config.h };
@@ -100,8 +117,9 @@ pub(crate) fn circuits<Tree: 'static + MerkleTreeTrait>(
     let pp = EmptySectorUpdateCompound::<SnapTree<Tree>>::setup(&setup).map_err(circuit_error("SnapDeals setup"))?;
     // Check the vanilla proofs against the commitments now (cheap next to proving): an
     // inconsistent request is refused at submit instead of failing deep inside synthesis.
-    let consistent = EmptySectorUpdate::<SnapTree<Tree>>::verify_all_partitions(&pp.vanilla_params, &public_inputs, &vanilla)
-        .map_err(circuit_error("SnapDeals vanilla proofs"))?;
+    let consistent =
+        EmptySectorUpdate::<SnapTree<Tree>>::verify_all_partitions(&pp.vanilla_params, &public_inputs, &vanilla)
+            .map_err(circuit_error("SnapDeals vanilla proofs"))?;
     if !consistent {
         return Err(InputError::Invalid {
             what: "SnapDeals vanilla proofs",

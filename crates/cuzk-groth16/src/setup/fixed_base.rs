@@ -112,7 +112,9 @@ pub trait FixedBaseCurve: Send + Sync + 'static {
     /// The coordinate field (Fp for G1, Fp2 for G2).
     type F: Coordinate;
     type Affine: PrimeCurveAffine<Curve = Self::Projective> + Copy + Send + Sync + Default;
-    type Projective: Group<Scalar = Fr> + Curve<AffineRepr = Self::Affine> + Add<Self::Affine, Output = Self::Projective>;
+    type Projective: Group<Scalar = Fr>
+        + Curve<AffineRepr = Self::Affine>
+        + Add<Self::Affine, Output = Self::Projective>;
     fn coordinates(p: &Self::Affine) -> (Self::F, Self::F);
     fn from_coordinates(x: Self::F, y: Self::F) -> Self::Affine;
 }
@@ -193,7 +195,9 @@ impl<C: FixedBaseCurve> FixedBase<C> {
     /// `scalars[i] · G` for every i, in parallel, into affine points.
     pub fn mul_many(&self, scalars: &[Fr]) -> Vec<C::Affine> {
         let mut out = vec![C::Affine::default(); scalars.len()];
-        out.par_chunks_mut(BATCH).zip(scalars.par_chunks(BATCH)).for_each(|(out, scalars)| self.mul_batch(scalars, out));
+        out.par_chunks_mut(BATCH)
+            .zip(scalars.par_chunks(BATCH))
+            .for_each(|(out, scalars)| self.mul_batch(scalars, out));
         out
     }
 

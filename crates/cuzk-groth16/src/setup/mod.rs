@@ -191,7 +191,10 @@ pub fn verifying_key(inputs: &Evaluations, t: &Trapdoor) -> VerifyingKey {
     let g1 = |s: Fr| (G1Projective::generator() * s).to_affine();
     let g2 = |s: Fr| (G2Projective::generator() * s).to_affine();
     let mut ic = vec![G1Affine::identity(); ic_scalars.len()];
-    G1Projective::batch_normalize(&ic_scalars.iter().map(|s| G1Projective::generator() * s).collect::<Vec<_>>(), &mut ic);
+    G1Projective::batch_normalize(
+        &ic_scalars.iter().map(|s| G1Projective::generator() * s).collect::<Vec<_>>(),
+        &mut ic,
+    );
     VerifyingKey {
         alpha_g1: g1(t.alpha),
         beta_g1: g1(t.beta),
@@ -250,7 +253,19 @@ fn assemble_chunked(
         b_g1: b_len,
         b_g2: b_len,
     };
-    let mut srs = Srs { vk, h: Vec::new(), l: Vec::new(), a: Vec::new(), b_g1: Vec::new(), b_g2: Vec::new(), path, synthetic: false, insecure: true, id: Srs::next_id(), released: None };
+    let mut srs = Srs {
+        vk,
+        h: Vec::new(),
+        l: Vec::new(),
+        a: Vec::new(),
+        b_g1: Vec::new(),
+        b_g2: Vec::new(),
+        path,
+        synthetic: false,
+        insecure: true,
+        id: Srs::next_id(),
+        released: None,
+    };
     let taker = sink.and_then(|s| s.begin(&srs.path, srs.id, &lens));
     let streamed = taker.is_some();
     let mut dest = match taker {

@@ -76,7 +76,14 @@ pub(crate) fn count_nonzero(inputs: &[Fr], aux: &[Fr]) -> usize {
 }
 
 /// H: τ^i · first for i < n, chunk by chunk.
-pub(crate) fn h_query(chunk: usize, tau: Fr, first: Fr, n: usize, mul: &dyn FixedBaseMul, dest: &mut Destination<'_>) -> Result<(), SetupError> {
+pub(crate) fn h_query(
+    chunk: usize,
+    tau: Fr,
+    first: Fr,
+    n: usize,
+    mul: &dyn FixedBaseMul,
+    dest: &mut Destination<'_>,
+) -> Result<(), SetupError> {
     let mut offset = 0;
     while offset < n {
         let len = chunk.min(n - offset);
@@ -97,7 +104,13 @@ fn nonzero_chunks<'s>(chunk: usize, inputs: &'s [Fr], aux: &'s [Fr]) -> impl Ite
 }
 
 /// A (from the u evaluations) and B in G1 and G2 (from v), infinity points left out.
-pub(crate) fn a_and_b_queries(chunk: usize, inputs: &Evaluations, aux: &Evaluations, mul: &dyn FixedBaseMul, dest: &mut Destination<'_>) -> Result<(), SetupError> {
+pub(crate) fn a_and_b_queries(
+    chunk: usize,
+    inputs: &Evaluations,
+    aux: &Evaluations,
+    mul: &dyn FixedBaseMul,
+    dest: &mut Destination<'_>,
+) -> Result<(), SetupError> {
     let mut offset = 0;
     for scalars in nonzero_chunks(chunk, &inputs.u, &aux.u) {
         let len = scalars.len();
@@ -116,9 +129,19 @@ pub(crate) fn a_and_b_queries(chunk: usize, inputs: &Evaluations, aux: &Evaluati
 
 /// L: (β·u + α·v + w)/δ for every aux variable, none of which may be zero. The scalars are
 /// made in place of w, and u and v are freed before any point is made.
-pub(crate) fn l_query(chunk: usize, aux: Evaluations, t: &Trapdoor, delta_inv: Fr, mul: &dyn FixedBaseMul, dest: &mut Destination<'_>) -> Result<(), SetupError> {
+pub(crate) fn l_query(
+    chunk: usize,
+    aux: Evaluations,
+    t: &Trapdoor,
+    delta_inv: Fr,
+    mul: &dyn FixedBaseMul,
+    dest: &mut Destination<'_>,
+) -> Result<(), SetupError> {
     let Evaluations { u, v, w: mut scalars } = aux;
-    scalars.par_iter_mut().zip(u.par_iter().zip(v.par_iter())).for_each(|(w, (u, v))| *w = (t.beta * u + t.alpha * v + *w) * delta_inv);
+    scalars
+        .par_iter_mut()
+        .zip(u.par_iter().zip(v.par_iter()))
+        .for_each(|(w, (u, v))| *w = (t.beta * u + t.alpha * v + *w) * delta_inv);
     drop((u, v));
     if let Some(i) = scalars.iter().position(|s| bool::from(s.is_zero())) {
         return Err(SetupError::UnconstrainedVariable(i));

@@ -28,7 +28,16 @@ pub(crate) fn evaluations(n: usize, seed: u64) -> Evaluations {
 
 fn build(sink: Option<&dyn QuerySink>, chunk: usize) -> Result<Srs, SetupError> {
     let t = Trapdoor::from_seed(5);
-    assemble_chunked(40, evaluations(3, 1), evaluations(50, 2), &t, PathBuf::from("generated://test"), &CpuFixedBase::new(), sink, chunk)
+    assemble_chunked(
+        40,
+        evaluations(3, 1),
+        evaluations(50, 2),
+        &t,
+        PathBuf::from("generated://test"),
+        &CpuFixedBase::new(),
+        sink,
+        chunk,
+    )
 }
 
 #[derive(Default, Debug, PartialEq)]
@@ -64,7 +73,9 @@ struct CollectTaker<'a> {
 impl QuerySink for Collector {
     fn begin(&self, _path: &Path, id: u64, lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
         *self.begun.lock().unwrap() = Some((id, *lens));
-        self.accept.then(|| Box::new(CollectTaker { sink: self, taken: Taken::default(), g1_chunks: 0 }) as Box<dyn QueryTaker>)
+        self.accept.then(|| {
+            Box::new(CollectTaker { sink: self, taken: Taken::default(), g1_chunks: 0 }) as Box<dyn QueryTaker>
+        })
     }
 }
 
@@ -102,7 +113,11 @@ fn chunks_of_any_size_give_the_same_parameters() {
     assert_eq!(whole.query_lens(), QueryLens { h: 63, l: 50, a: 35, b_g1: 40, b_g2: 40 });
     for chunk in [1, 7, 32, 63, 64] {
         let s = build(None, chunk).unwrap();
-        assert_eq!((&s.h, &s.l, &s.a, &s.b_g1, &s.b_g2, &s.vk), (&whole.h, &whole.l, &whole.a, &whole.b_g1, &whole.b_g2, &whole.vk), "chunk {chunk}");
+        assert_eq!(
+            (&s.h, &s.l, &s.a, &s.b_g1, &s.b_g2, &s.vk),
+            (&whole.h, &whole.l, &whole.a, &whole.b_g1, &whole.b_g2, &whole.vk),
+            "chunk {chunk}"
+        );
         assert!(!s.points_released());
     }
 }
@@ -114,12 +129,28 @@ fn a_backend_that_accepts_gets_every_point_and_the_host_keeps_none() {
     let s = build(Some(&sink), 7).unwrap();
     let (id, lens) = sink.begun.lock().unwrap().expect("offered");
     assert_eq!((id, lens), (s.id, whole.query_lens()), "offered with this load's id and the final lengths");
-    assert!(s.points_released() && s.h.is_empty() && s.l.is_empty() && s.a.is_empty() && s.b_g1.is_empty() && s.b_g2.is_empty());
+    assert!(
+        s.points_released()
+            && s.h.is_empty()
+            && s.l.is_empty()
+            && s.a.is_empty()
+            && s.b_g1.is_empty()
+            && s.b_g2.is_empty()
+    );
     assert_eq!(s.query_lens(), whole.query_lens());
     assert_eq!(s.vk, whole.vk);
     assert!(s.insecure);
     let taken = sink.finished.lock().unwrap().take().expect("finished");
-    assert_eq!(taken, Taken { h: whole.h.clone(), l: whole.l.clone(), a: whole.a.clone(), b_g1: whole.b_g1.clone(), b_g2: whole.b_g2.clone() });
+    assert_eq!(
+        taken,
+        Taken {
+            h: whole.h.clone(),
+            l: whole.l.clone(),
+            a: whole.a.clone(),
+            b_g1: whole.b_g1.clone(),
+            b_g2: whole.b_g2.clone()
+        }
+    );
 }
 
 #[test]
@@ -148,6 +179,17 @@ fn an_unconstrained_variable_is_named_across_chunks() {
     aux.u[20] = Fr::ZERO;
     aux.v[20] = Fr::ZERO;
     aux.w[20] = Fr::ZERO;
-    let err = assemble_chunked(40, evaluations(3, 1), aux, &t, PathBuf::from("generated://test"), &CpuFixedBase::new(), None, 7).err().expect("refused");
+    let err = assemble_chunked(
+        40,
+        evaluations(3, 1),
+        aux,
+        &t,
+        PathBuf::from("generated://test"),
+        &CpuFixedBase::new(),
+        None,
+        7,
+    )
+    .err()
+    .expect("refused");
     assert_eq!(err, SetupError::UnconstrainedVariable(20));
 }

@@ -78,12 +78,23 @@ impl Shape {
 /// ([`Srs::released`]) when every point went to the backend, validated as
 /// [`Srs::load_with_records`] validates (structure, on-curve, not at infinity, the subgroup
 /// per `check`, with `records` as the record directory).
-pub fn load_into(path: &Path, check: SubgroupCheck, records: Option<&Path>, sink: &dyn QuerySink) -> Result<Option<Srs>, SrsError> {
+pub fn load_into(
+    path: &Path,
+    check: SubgroupCheck,
+    records: Option<&Path>,
+    sink: &dyn QuerySink,
+) -> Result<Option<Srs>, SrsError> {
     load_chunked(path, check, records, sink, CHUNK_POINTS)
 }
 
 /// [`load_into`] with `chunk` points per chunk (tests cross chunk boundaries with small ones).
-pub(crate) fn load_chunked(path: &Path, check: SubgroupCheck, records: Option<&Path>, sink: &dyn QuerySink, chunk: usize) -> Result<Option<Srs>, SrsError> {
+pub(crate) fn load_chunked(
+    path: &Path,
+    check: SubgroupCheck,
+    records: Option<&Path>,
+    sink: &dyn QuerySink,
+    chunk: usize,
+) -> Result<Option<Srs>, SrsError> {
     let io = |source| SrsError::Io { path: path.into(), source };
     let file = File::open(path).map_err(io)?;
     // The version opened is the one checked and recorded (check_record::FileVersion).
@@ -95,7 +106,10 @@ pub(crate) fn load_chunked(path: &Path, check: SubgroupCheck, records: Option<&P
     let on_device = subgroup && taker.checks_subgroup();
     advise(&file, 0, 0, libc::POSIX_FADV_SEQUENTIAL);
     stream(path, &file, &shape, chunk, subgroup && !on_device, on_device, &mut *taker)?;
-    taker.finish().map_err(|reason| SrsError::Inconsistent { path: path.into(), reason: format!("handing the parameters to the devices: {reason}") })?;
+    taker.finish().map_err(|reason| SrsError::Inconsistent {
+        path: path.into(),
+        reason: format!("handing the parameters to the devices: {reason}"),
+    })?;
     if subgroup {
         if let Some(v) = &version {
             crate::check_record::remember_version(path, v, records);
@@ -128,7 +142,13 @@ fn read_shape(path: &Path, file: &File) -> Result<Shape, SrsError> {
     let head = 2 * G1_LEN + 2 * G2_LEN + G1_LEN + G2_LEN + 4;
     let read_at = |section: &'static str, offset: u64, n: usize| -> Result<Vec<u8>, SrsError> {
         if offset.checked_add(n as u64).is_none_or(|end| end > size) {
-            return Err(SrsError::Truncated { path: path.into(), section, offset: offset as usize, needed: n, len: size as usize });
+            return Err(SrsError::Truncated {
+                path: path.into(),
+                section,
+                offset: offset as usize,
+                needed: n,
+                len: size as usize,
+            });
         }
         let mut buf = vec![0u8; n];
         file.read_exact_at(&mut buf, offset).map_err(io)?;
@@ -154,7 +174,13 @@ fn read_shape(path: &Path, file: &File) -> Result<Shape, SrsError> {
         let bytes = (counts[k] as u64).saturating_mul(point);
         offset = starts[k].saturating_add(bytes);
         if offset > size {
-            return Err(SrsError::Truncated { path: path.into(), section: name, offset: starts[k] as usize, needed: bytes as usize, len: size as usize });
+            return Err(SrsError::Truncated {
+                path: path.into(),
+                section: name,
+                offset: starts[k] as usize,
+                needed: bytes as usize,
+                len: size as usize,
+            });
         }
     }
     if offset != size {
@@ -179,7 +205,15 @@ enum Decoded {
 }
 
 /// Read, decode and hand over every chunk in file order (see the module doc).
-fn stream(path: &Path, file: &File, shape: &Shape, size: usize, cpu_subgroup: bool, on_device: bool, taker: &mut dyn QueryTaker) -> Result<(), SrsError> {
+fn stream(
+    path: &Path,
+    file: &File,
+    shape: &Shape,
+    size: usize,
+    cpu_subgroup: bool,
+    on_device: bool,
+    taker: &mut dyn QueryTaker,
+) -> Result<(), SrsError> {
     let size = size.max(1);
     let chunks: Vec<Chunk> = (0..5)
         .flat_map(|section| {
@@ -256,10 +290,12 @@ fn decode_chunks(
             let name = SECTIONS[chunk.section].1;
             let result = if SECTIONS[chunk.section].0 == Section::BG2 {
                 let mut points = if next(&mut g2_made) { Vec::new() } else { g2_back.recv().unwrap_or_default() };
-                decode_into(path, name, chunk.first, &bytes, G2_LEN, subgroup, &mut points).map(|()| Decoded::G2(chunk, points))
+                decode_into(path, name, chunk.first, &bytes, G2_LEN, subgroup, &mut points)
+                    .map(|()| Decoded::G2(chunk, points))
             } else {
                 let mut points = if next(&mut g1_made) { Vec::new() } else { g1_back.recv().unwrap_or_default() };
-                decode_into(path, name, chunk.first, &bytes, G1_LEN, subgroup, &mut points).map(|()| Decoded::G1(chunk, points))
+                decode_into(path, name, chunk.first, &bytes, G1_LEN, subgroup, &mut points)
+                    .map(|()| Decoded::G1(chunk, points))
             };
             let _ = raw_back.try_send(bytes);
             result
@@ -272,7 +308,15 @@ fn decode_chunks(
 
 /// Decode `bytes` into `points`; a bad point is reported by its index in the section (the
 /// first bad one of the chunk, so the verdict does not depend on thread timing).
-fn decode_into<P>(path: &Path, section: &'static str, first: usize, bytes: &[u8], len: usize, subgroup: bool, points: &mut Vec<P>) -> Result<(), SrsError>
+fn decode_into<P>(
+    path: &Path,
+    section: &'static str,
+    first: usize,
+    bytes: &[u8],
+    len: usize,
+    subgroup: bool,
+    points: &mut Vec<P>,
+) -> Result<(), SrsError>
 where
     P: UncompressedEncoding + PrimeCurveAffine + Send + Sync,
     P::Uncompressed: Default + AsMut<[u8]>,
@@ -283,20 +327,23 @@ where
     let first_bad = AtomicUsize::new(usize::MAX);
     // A bad point is rare: the lock is taken only for one.
     let reason = std::sync::Mutex::new(None::<(usize, &'static str)>);
-    points.par_iter_mut().zip(bytes.par_chunks_exact(len)).enumerate().for_each(|(i, (out, b))| match srs::decode::<P>(b, subgroup) {
-        Ok(p) => *out = p,
-        Err(why) => {
-            first_bad.fetch_min(i, Ordering::Relaxed);
-            let mut r = reason.lock().unwrap_or_else(|e| e.into_inner());
-            if r.is_none_or(|(j, _)| i < j) {
-                *r = Some((i, why));
+    points.par_iter_mut().zip(bytes.par_chunks_exact(len)).enumerate().for_each(|(i, (out, b))| {
+        match srs::decode::<P>(b, subgroup) {
+            Ok(p) => *out = p,
+            Err(why) => {
+                first_bad.fetch_min(i, Ordering::Relaxed);
+                let mut r = reason.lock().unwrap_or_else(|e| e.into_inner());
+                if r.is_none_or(|(j, _)| i < j) {
+                    *r = Some((i, why));
+                }
             }
         }
     });
     match first_bad.into_inner() {
         usize::MAX => Ok(()),
         i => {
-            let why = reason.into_inner().unwrap_or_else(|e| e.into_inner()).map_or("not a valid point", |(_, why)| why);
+            let why =
+                reason.into_inner().unwrap_or_else(|e| e.into_inner()).map_or("not a valid point", |(_, why)| why);
             Err(SrsError::BadPoint { path: path.into(), section, index: first + i, reason: why })
         }
     }
@@ -310,20 +357,31 @@ fn hand_over(
     g2_back: SyncSender<Vec<G2Affine>>,
     taker: &mut dyn QueryTaker,
 ) -> Result<(), SrsError> {
-    let refused = |reason: String| SrsError::Inconsistent { path: path.into(), reason: format!("handing the parameters to the devices: {reason}") };
+    let refused = |reason: String| SrsError::Inconsistent {
+        path: path.into(),
+        reason: format!("handing the parameters to the devices: {reason}"),
+    };
     for item in input {
         let (chunk, first_outside) = match item? {
             Decoded::G1(chunk, points) => {
                 let Section::G1(query) = SECTIONS[chunk.section].0 else { unreachable!("G1 chunk of a G2 section") };
                 taker.take_g1(query, chunk.first, &points).map_err(refused)?;
                 let _ = g1_back.try_send(points);
-                let bad = if on_device { taker.first_outside_subgroup_g1(query, chunk.first, chunk.n).map_err(refused)? } else { None };
+                let bad = if on_device {
+                    taker.first_outside_subgroup_g1(query, chunk.first, chunk.n).map_err(refused)?
+                } else {
+                    None
+                };
                 (chunk, bad)
             }
             Decoded::G2(chunk, points) => {
                 taker.take_b_g2(chunk.first, &points).map_err(refused)?;
                 let _ = g2_back.try_send(points);
-                let bad = if on_device { taker.first_outside_subgroup_b_g2(chunk.first, chunk.n).map_err(refused)? } else { None };
+                let bad = if on_device {
+                    taker.first_outside_subgroup_b_g2(chunk.first, chunk.n).map_err(refused)?
+                } else {
+                    None
+                };
                 (chunk, bad)
             }
         };

@@ -19,7 +19,16 @@ use crate::srs_sink::{Collect, QuerySink, QueryTaker};
 /// Small generated parameters: h 127, l 90, a 63, b 70 points.
 fn params() -> Srs {
     let t = Trapdoor::from_seed(9);
-    assemble(100, evaluations(4, 1), evaluations(90, 2), &t, PathBuf::from("generated://stream-test"), &CpuFixedBase::new(), None).unwrap()
+    assemble(
+        100,
+        evaluations(4, 1),
+        evaluations(90, 2),
+        &t,
+        PathBuf::from("generated://stream-test"),
+        &CpuFixedBase::new(),
+        None,
+    )
+    .unwrap()
 }
 
 fn write(srs: &Srs, path: &Path) {
@@ -47,14 +56,20 @@ fn the_streamed_load_hands_over_the_host_loads_key_at_any_chunk_size() {
         let sink = Collect::default();
         let s = load_chunked(&path, SubgroupCheck::Always, Some(dir.path()), &sink, chunk).unwrap().expect("taken");
         let got = sink.taken.lock().unwrap().take().expect("finished");
-        assert!(got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2, "chunk {chunk}");
+        assert!(
+            got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2,
+            "chunk {chunk}"
+        );
         assert_eq!(s.vk, host.vk);
         assert!(s.points_released() && s.h.is_empty() && s.b_g2.is_empty(), "the host keeps no point");
         assert_eq!(s.query_lens(), host.query_lens());
         assert_eq!(s.path, path);
         assert_ne!(s.id, host.id);
     }
-    assert!(load_chunked(&path, SubgroupCheck::Always, None, &Decline, 7).unwrap().is_none(), "a declining backend leaves the load to the host");
+    assert!(
+        load_chunked(&path, SubgroupCheck::Always, None, &Decline, 7).unwrap().is_none(),
+        "a declining backend leaves the load to the host"
+    );
 }
 
 #[test]
@@ -66,7 +81,9 @@ fn truncated_and_overlong_files_are_refused_before_any_point_is_handed_over() {
     for cut in [10, 500, bytes.len() / 2, bytes.len() - 1] {
         std::fs::write(&path, &bytes[..cut]).unwrap();
         let sink = Collect::default();
-        let e = load_chunked(&path, SubgroupCheck::Skip, None, &sink, 8).err().unwrap_or_else(|| panic!("cut at {cut} accepted"));
+        let e = load_chunked(&path, SubgroupCheck::Skip, None, &sink, 8)
+            .err()
+            .unwrap_or_else(|| panic!("cut at {cut} accepted"));
         assert!(matches!(e, SrsError::Truncated { .. }), "cut at {cut}: {e}");
         assert!(sink.taken.lock().unwrap().is_none());
     }
@@ -127,7 +144,9 @@ fn a_point_outside_the_subgroup_in_any_query_is_refused_by_section_and_index_and
         }
         write(&srs, &path);
         for check in [SubgroupCheck::Once, SubgroupCheck::Always] {
-            let e = load_chunked(&path, check, Some(&records), &Collect::default(), 16).err().unwrap_or_else(|| panic!("{section}[{index}] accepted"));
+            let e = load_chunked(&path, check, Some(&records), &Collect::default(), 16)
+                .err()
+                .unwrap_or_else(|| panic!("{section}[{index}] accepted"));
             match &e {
                 SrsError::BadPoint { section: s, index: i, reason, .. } => {
                     assert_eq!((*s, *i), (section, index), "{e}");
@@ -135,10 +154,16 @@ fn a_point_outside_the_subgroup_in_any_query_is_refused_by_section_and_index_and
                 }
                 other => panic!("{section}[{index}]: {other}"),
             }
-            assert!(!crate::check_record::already_checked(&path, Some(&records)), "{section}: a failed check left a record");
+            assert!(
+                !crate::check_record::already_checked(&path, Some(&records)),
+                "{section}: a failed check left a record"
+            );
             // The host load refuses it the same way.
             let e = Srs::load_with_records(&path, check, Some(&records)).err().unwrap();
-            assert!(matches!(e, SrsError::BadPoint { section: s, index: i, .. } if s == section && i == index), "host load: {e}");
+            assert!(
+                matches!(e, SrsError::BadPoint { section: s, index: i, .. } if s == section && i == index),
+                "host load: {e}"
+            );
         }
         // Without the subgroup check the point is on the curve and the load goes through.
         load_chunked(&path, SubgroupCheck::Skip, Some(&records), &Collect::default(), 16).unwrap().unwrap();
@@ -153,7 +178,10 @@ fn a_passed_check_is_recorded_and_skipped_on_the_next_load() {
     write(&params(), &path);
     assert!(!crate::check_record::already_checked(&path, Some(&records)));
     load_chunked(&path, SubgroupCheck::Once, Some(&records), &Collect::default(), 16).unwrap().unwrap();
-    assert!(crate::check_record::already_checked(&path, Some(&records)), "a streamed load that checked every point records it");
+    assert!(
+        crate::check_record::already_checked(&path, Some(&records)),
+        "a streamed load that checked every point records it"
+    );
     // A point off the curve is still refused on the next (unchecked) load: only the subgroup
     // check is remembered.
     let mut bytes = std::fs::read(&path).unwrap();
@@ -198,7 +226,9 @@ fn a_file_renamed_in_during_a_checked_load_is_not_recorded_as_checked() {
     let sink = SwapOnBegin { incoming, inner: Collect::default() };
     load_chunked(&path, SubgroupCheck::Once, Some(&records), &sink, 16).unwrap().expect("the opened file passes");
     assert!(!crate::check_record::already_checked(&path, Some(&records)), "the file renamed in is recorded as checked");
-    let e = load_chunked(&path, SubgroupCheck::Once, Some(&records), &Collect::default(), 16).err().expect("the bad point is found");
+    let e = load_chunked(&path, SubgroupCheck::Once, Some(&records), &Collect::default(), 16)
+        .err()
+        .expect("the bad point is found");
     assert!(matches!(e, SrsError::BadPoint { section: "l", index: 3, .. }), "{e}");
 }
 

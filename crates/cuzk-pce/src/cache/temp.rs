@@ -116,7 +116,12 @@ mod tests {
         // Named as before, 10 minutes old: an older daemon, which does not lock, may still be
         // writing it.
         let legacy_recent = aged(".tmpXyZ789");
-        File::options().write(true).open(&legacy_recent).unwrap().set_modified(SystemTime::now() - 5 * TEMP_MIN_AGE).unwrap();
+        File::options()
+            .write(true)
+            .open(&legacy_recent)
+            .unwrap()
+            .set_modified(SystemTime::now() - 5 * TEMP_MIN_AGE)
+            .unwrap();
         let unrelated = [aged("notes.tmp"), aged(".tmp-not-ours"), aged("small.pce.bak")];
         // Another process's save in progress: old (its last write long ago) but locked.
         let busy = aged(".pce-partial-Busy12");

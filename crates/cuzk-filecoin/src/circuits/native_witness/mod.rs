@@ -123,7 +123,10 @@ pub(crate) fn sha256_tree_inclusion<S: AuxValues>(
 
 /// `multipack::pack_bits` over the first CAPACITY bits of the byte-reversed digest: how a
 /// SHA-256 digest becomes a field element (one aux value).
-pub(crate) fn pack_digest<S: AuxValues>(cs: &mut WitnessCs<S>, digest: &[Bit]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+pub(crate) fn pack_digest<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    digest: &[Bit],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let mut bytes = [0u8; 32];
     for (i, bit) in reverse_bits_in_bytes(digest).take(Fr::CAPACITY as usize).enumerate() {
         bytes[i / 8] |= u8::from(bit.value()) << (i % 8);
@@ -134,7 +137,10 @@ pub(crate) fn pack_digest<S: AuxValues>(cs: &mut WitnessCs<S>, digest: &[Bit]) -
 
 /// A number's bits by the `to_bits_le` gadget (its witness: one variable per bit), in the
 /// order the hash inputs use them: each byte's bits reversed (`reverse_bit_numbering`).
-pub(crate) fn num_bits_bytewise_reversed<S: AuxValues>(cs: &mut WitnessCs<S>, num: &AllocatedNum<Fr>) -> Result<Vec<Bit>, SynthesisError> {
+pub(crate) fn num_bits_bytewise_reversed<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    num: &AllocatedNum<Fr>,
+) -> Result<Vec<Bit>, SynthesisError> {
     Ok(reverse_bits_in_bytes(&to_bits(&num.to_bits_le(&mut *cs)?)?).collect())
 }
 

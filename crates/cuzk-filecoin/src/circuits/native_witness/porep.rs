@@ -10,16 +10,18 @@ use bellpepper_core::SynthesisError;
 use blstrs::Scalar as Fr;
 use cuzk_pce::{AuxValues, WitnessCs};
 use filecoin_hashers::{PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
-use typenum::U2;
 use storage_proofs_core::gadgets::uint64::UInt64;
 use storage_proofs_core::gadgets::{constraint, encode::encode};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::TOTAL_PARENTS;
+use typenum::U2;
 
 pub(crate) use super::porep_inputs::PartitionInputs;
 use super::porep_inputs::{ChallengeInputs, ParentColumn};
 use super::sha256::{self, Bit};
-use super::{num_bits_bytewise_reversed, pack_digest, poseidon, poseidon_tree_inclusion, sha256_tree_inclusion, to_bits};
+use super::{
+    num_bits_bytewise_reversed, pack_digest, poseidon, poseidon_tree_inclusion, sha256_tree_inclusion, to_bits,
+};
 use crate::circuits::NativeWitness;
 
 impl<Tree: 'static + MerkleTreeTrait> NativeWitness for PartitionInputs<Tree> {
@@ -46,7 +48,8 @@ fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(
     let comm_c = AllocatedNum::alloc(&mut *cs, || Ok(comm_c))?;
 
     // comm_r = H(comm_c || comm_r_last): Poseidon's `hash2_circuit` is the arity-2 hash.
-    let hash = poseidon::poseidon_hash(cs, &[comm_c.clone(), comm_r_last.clone()], <U2 as PoseidonArity>::PARAMETERS())?;
+    let hash =
+        poseidon::poseidon_hash(cs, &[comm_c.clone(), comm_r_last.clone()], <U2 as PoseidonArity>::PARAMETERS())?;
     constraint::equal(&mut *cs, || "comm_r", &comm_r, &hash);
 
     let roots = Roots { comm_d: &comm_d, comm_c: &comm_c, comm_r_last: &comm_r_last };
@@ -69,24 +72,30 @@ fn synthesize_challenge<Tree: MerkleTreeTrait, S: AuxValues>(
     roots: &Roots<'_>,
     replica_id_bits: &[Bit],
 ) -> Result<(), SynthesisError> {
-    let ChallengeInputs { data_leaf, comm_d_path, node, comm_r_last_path, comm_c_path, drg_parents, exp_parents } = challenge;
+    let ChallengeInputs { data_leaf, comm_d_path, node, comm_r_last_path, comm_c_path, drg_parents, exp_parents } =
+        challenge;
 
     // The data leaf, in tree D.
     let data_leaf = AllocatedNum::alloc(&mut *cs, || Ok(data_leaf))?;
     sha256_tree_inclusion(cs, comm_d_path, roots.comm_d, &data_leaf)?;
 
     // The parents' columns, each hashed and opened in tree C.
-    let columns = |parents: Vec<ParentColumn>, cs: &mut WitnessCs<S>| -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
-        parents
-            .into_iter()
-            .map(|parent| {
-                let rows = parent.rows.iter().map(|v| AllocatedNum::alloc(&mut *cs, || Ok(*v))).collect::<Result<Vec<_>, _>>()?;
-                let hash = column_hash(cs, &rows)?;
-                poseidon_tree_inclusion::<Tree, S>(cs, parent.path, roots.comm_c, &hash)?;
-                Ok(rows)
-            })
-            .collect()
-    };
+    let columns =
+        |parents: Vec<ParentColumn>, cs: &mut WitnessCs<S>| -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
+            parents
+                .into_iter()
+                .map(|parent| {
+                    let rows = parent
+                        .rows
+                        .iter()
+                        .map(|v| AllocatedNum::alloc(&mut *cs, || Ok(*v)))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let hash = column_hash(cs, &rows)?;
+                    poseidon_tree_inclusion::<Tree, S>(cs, parent.path, roots.comm_c, &hash)?;
+                    Ok(rows)
+                })
+                .collect()
+        };
     let drg = columns(drg_parents, cs)?;
     let exp = columns(exp_parents, cs)?;
     let layers = drg.first().map_or(0, Vec::len);
@@ -161,11 +170,13 @@ fn label<S: AuxValues>(
 }
 
 /// The column hash (Poseidon over the column's rows), as storage-proofs' circuit has it.
-fn column_hash<S: AuxValues>(cs: &mut WitnessCs<S>, rows: &[AllocatedNum<Fr>]) -> Result<AllocatedNum<Fr>, SynthesisError> {
+fn column_hash<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    rows: &[AllocatedNum<Fr>],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
     match rows.len() {
         2 => poseidon::poseidon_hash(cs, rows, &*POSEIDON_CONSTANTS_2),
         11 => poseidon::poseidon_hash(cs, rows, &*POSEIDON_CONSTANTS_11),
         _ => Err(SynthesisError::Unsatisfiable),
     }
 }
-

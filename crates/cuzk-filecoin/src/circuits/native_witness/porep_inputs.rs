@@ -6,11 +6,11 @@
 //! proofs are re-read through mirror structs naming the same serialized fields.
 
 use blstrs::Scalar as Fr;
+use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::VanillaSealProof;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use filecoin_hashers::poseidon::PoseidonHasher;
 use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 
 use super::Path;
@@ -103,7 +103,8 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionInputs<Tree> {
 impl ChallengeInputs {
     fn new<Tree: 'static + MerkleTreeTrait>(proof: &VanillaSealProof<Tree>) -> Result<Self, String> {
         type Domain<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
-        let columns: ReplicaColumnFields<Tree::Proof, Domain<Tree>> = mirror("replica column proofs", &proof.replica_column_proofs)?;
+        let columns: ReplicaColumnFields<Tree::Proof, Domain<Tree>> =
+            mirror("replica column proofs", &proof.replica_column_proofs)?;
         let labeling = proof.labeling_proofs.first().ok_or("a challenge without labelling proofs")?;
         let LabelingFields { node } = mirror("labelling proof", labeling)?;
         let parent = |c: ColumnProofFields<Tree::Proof, Domain<Tree>>| ParentColumn {

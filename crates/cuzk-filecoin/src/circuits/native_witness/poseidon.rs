@@ -16,8 +16,8 @@ use bellpepper_core::SynthesisError;
 use blstrs::Scalar as Fr;
 use cuzk_pce::{AuxValues, WitnessCs};
 use ff::Field;
-use neptune::poseidon::{Arity, PoseidonConstants};
 use neptune::hash_type::HashType;
+use neptune::poseidon::{Arity, PoseidonConstants};
 
 /// A state element: its value, and whether the gadget holds it as a variable (otherwise as
 /// a linear combination, which an S-box must allocate first).

@@ -86,11 +86,17 @@ impl<Tree: 'static + MerkleTreeTrait> NativeWitness for PostInputs<Tree> {
     }
 }
 
-fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(cs: &mut WitnessCs<S>, inputs: PostInputs<Tree>) -> Result<(), SynthesisError> {
+fn synthesize_witness<Tree: MerkleTreeTrait, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    inputs: PostInputs<Tree>,
+) -> Result<(), SynthesisError> {
     super::synthesize_in_chunks(cs, &inputs.sectors, synthesize_sector::<Tree, S>)
 }
 
-fn synthesize_sector<Tree: MerkleTreeTrait, S: AuxValues>(cs: &mut WitnessCs<S>, sector: &SectorInputs) -> Result<(), SynthesisError> {
+fn synthesize_sector<Tree: MerkleTreeTrait, S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    sector: &SectorInputs,
+) -> Result<(), SynthesisError> {
     let comm_r_last = AllocatedNum::alloc(&mut *cs, || Ok(sector.comm_r_last))?;
     let comm_c = AllocatedNum::alloc(&mut *cs, || Ok(sector.comm_c))?;
     let comm_r = AllocatedNum::alloc(&mut *cs, || Ok(sector.comm_r))?;

@@ -92,7 +92,10 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapInputs<TreeR> {
                 pp.apex_leaf_count
             ));
         }
-        if challenges.iter().any(|c| c.path_d_new.len() != pp.challenge_bit_len || c.path_d_new.iter().any(|l| l.len() != 1)) {
+        if challenges
+            .iter()
+            .any(|c| c.path_d_new.len() != pp.challenge_bit_len || c.path_d_new.iter().any(|l| l.len() != 1))
+        {
             return Err("a tree D path of the wrong shape".into());
         }
         Ok(SnapInputs {
@@ -136,7 +139,10 @@ fn alloc<S: AuxValues>(cs: &mut WitnessCs<S>, v: Fr) -> Result<AllocatedNum<Fr>,
     AllocatedNum::alloc(&mut *cs, || Ok(v))
 }
 
-fn alloc_path<S: AuxValues>(cs: &mut WitnessCs<S>, path: &[Vec<Fr>]) -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
+fn alloc_path<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    path: &[Vec<Fr>],
+) -> Result<Vec<Vec<AllocatedNum<Fr>>>, SynthesisError> {
     path.iter().map(|level| level.iter().map(|s| alloc(cs, *s)).collect()).collect()
 }
 
@@ -175,7 +181,8 @@ fn synthesize_witness<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>, S: AuxValues
     let apex_leaves = inputs.apex_leaves.iter().map(|l| alloc(cs, *l)).collect::<Result<Vec<_>, _>>()?;
     // Every challenge's tree D path ends in the partition's path (checked by the vanilla
     // verifier at submit); the circuit takes it from the first.
-    let partition_path = alloc_path(cs, &inputs.challenges[0].path_d_new[inputs.challenge_bit_len - inputs.partition_bit_len..])?;
+    let partition_path =
+        alloc_path(cs, &inputs.challenges[0].path_d_new[inputs.challenge_bit_len - inputs.partition_bit_len..])?;
 
     // comm_r = H(comm_c || root_r), old and new: the gadget (two hashes a partition).
     <TreeRHasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &root_r_old)?;
@@ -227,12 +234,15 @@ fn synthesize_challenge<TreeR: MerkleTreeTrait<Hasher = TreeRHasher>, S: AuxValu
     let root_r_old = poseidon_por::<TreeR, S>(cs, &c_bits, leaf_r_old, path_r_old)?;
     let path_r_new = alloc_path(cs, &challenge.path_r_new)?;
     let root_r_new = poseidon_por::<TreeR, S>(cs, &c_bits, leaf_r_new, path_r_new)?;
-    if root_r_old.get_value() != shared.root_r_old.get_value() || root_r_new.get_value() != shared.root_r_new.get_value() {
+    if root_r_old.get_value() != shared.root_r_old.get_value()
+        || root_r_new.get_value() != shared.root_r_new.get_value()
+    {
         return Err(SynthesisError::Unsatisfiable);
     }
 
     let to_apex = challenge_bit_len - partition_bit_len - apex_leaf_bit_len;
-    let apex_bits: Vec<Boolean> = c_bits[to_apex..to_apex + apex_leaf_bit_len].iter().cloned().map(Boolean::from).collect();
+    let apex_bits: Vec<Boolean> =
+        c_bits[to_apex..to_apex + apex_leaf_bit_len].iter().cloned().map(Boolean::from).collect();
     let apex_leaf = select(&mut *cs, &shared.apex_leaves, &apex_bits)?;
     let path_to_apex = alloc_path(cs, &challenge.path_d_new[..to_apex])?;
     let root = sha256_por(cs, &c_bits[..to_apex], leaf_d_new, path_to_apex)?;
@@ -293,7 +303,11 @@ fn challenge_high_bits<S: AuxValues>(
 
 /// SHA-256 `hash2_circuit` (also tree D's `hash_multi_leaf_circuit`): both numbers' bits,
 /// each byte's bits reversed, hashed, and the digest packed.
-fn sha256_hash2<S: AuxValues>(cs: &mut WitnessCs<S>, a: &AllocatedNum<Fr>, b: &AllocatedNum<Fr>) -> Result<AllocatedNum<Fr>, SynthesisError> {
+fn sha256_hash2<S: AuxValues>(
+    cs: &mut WitnessCs<S>,
+    a: &AllocatedNum<Fr>,
+    b: &AllocatedNum<Fr>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
     let mut input = num_bits_bytewise_reversed(cs, a)?;
     input.extend(num_bits_bytewise_reversed(cs, b)?);
     let digest = sha256::sha256(cs, &input);

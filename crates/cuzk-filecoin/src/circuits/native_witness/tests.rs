@@ -22,7 +22,11 @@ fn assert_same_witness(native: Partition, gadgets: Partition, what: &str) {
 }
 
 /// Partitions `ks` of a synthetic sector, cut to their first `challenges` challenges.
-fn synthetic_partitions<Tree: 'static + MerkleTreeTrait>(size: SectorSize, ks: &[usize], challenges: usize) -> Vec<(Partition, Partition)> {
+fn synthetic_partitions<Tree: 'static + MerkleTreeTrait>(
+    size: SectorSize,
+    ks: &[usize],
+    challenges: usize,
+) -> Vec<(Partition, Partition)> {
     let registered = registered_porep(size);
     let c1 = synthetic_c1(registered, 7).unwrap();
     let (sector, vanilla) = Sector::<Tree>::decode(registered, decode_c1(&c1.json, 0).unwrap()).unwrap();
@@ -103,7 +107,10 @@ fn snap_equals_the_circuit_on_the_fixture_update() {
 /// Partition 0 of a generated update of `registered`, cut to its first `challenges`
 /// challenges (the circuit's challenge count with it: partition 0's first challenges are the
 /// same whatever the count): (native, gadgets).
-fn snap_partition_cut<Tree: 'static + MerkleTreeTrait>(registered: filecoin_proofs_api::RegisteredUpdateProof, challenges: usize) -> (Partition, Partition) {
+fn snap_partition_cut<Tree: 'static + MerkleTreeTrait>(
+    registered: filecoin_proofs_api::RegisteredUpdateProof,
+    challenges: usize,
+) -> (Partition, Partition) {
     use crate::circuits::snap::circuits;
     use crate::circuits::WithNativeWitness;
     use crate::fixtures::consistent::snap::{consistent_snap, go_abi_number};
