@@ -158,25 +158,27 @@ impl Witness {
     pub fn into_accepted(self, forms: Forms) -> Result<(Witness, FormChange), PceError> {
         let target = forms.reached_from(self.form());
         let mut change = FormChange::default();
-        let expanded = match self {
+        let (inputs, aux, matrices) = match self {
             Witness::Compact { inputs, aux, matrices } if target != WitnessForm::Compact => {
                 let started = Instant::now();
-                let witness = cuzk_pce::witness_assignment(&matrices, inputs, aux.to_vec())?;
+                let aux = aux.to_vec();
                 change.witness_expand = started.elapsed();
-                Witness::Expanded { witness, matrices }
+                (inputs, aux, matrices)
             }
-            other => other,
-        };
-        let accepted = match expanded {
             Witness::Expanded { witness, matrices } if target == WitnessForm::Assignment => {
-                let started = Instant::now();
-                let w = cuzk_pce::evaluate(&matrices, witness.input_assignment, witness.aux_assignment)?;
-                change.matvec = started.elapsed();
-                Witness::Assignment(w)
+                (witness.input_assignment, witness.aux_assignment, matrices)
             }
-            other => other,
+            taken => return Ok((taken, change)),
         };
-        Ok((accepted, change))
+        let witness = if target == WitnessForm::Assignment {
+            let started = Instant::now();
+            let w = cuzk_pce::evaluate(&matrices, inputs, aux)?;
+            change.matvec = started.elapsed();
+            Witness::Assignment(w)
+        } else {
+            Witness::Expanded { witness: cuzk_pce::witness_assignment(&matrices, inputs, aux)?, matrices }
+        };
+        Ok((witness, change))
     }
 
     /// The assignment, a, b, c evaluated on the host (a GPU backend's retry on the CPU).
