@@ -295,7 +295,8 @@ mod tests {
         let (porep, _) = porep_32g();
         let (wpost, _) = wpost_32g();
         let points = |q: &QueryLens| Query::ALL.iter().map(|x| x.bytes(q)).sum::<u64>() as f64 / GIB as f64;
-        // "parameters set up on device gib=44.12…" and "gib=56.60…" in the session 20 log.
+        // "parameters set up on device … gib=44.12…" and "… gib=56.60…" in the daemon logs of
+        // benchmarks/2026-12-05-h200-operator-77d4095 (both) and 2026-12-04-h200-g2-wide-2bd5fb9 (56.60).
         assert!((points(&porep) - 44.12).abs() < 0.01, "{}", points(&porep));
         assert!((points(&wpost) - 56.60).abs() < 0.01, "{}", points(&wpost));
         // Every context keeps its engine's buckets: ~2 GiB per 32 GiB circuit.
