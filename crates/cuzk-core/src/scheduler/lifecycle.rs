@@ -45,10 +45,8 @@ pub(super) fn start(
     // With PCE, partitions wait as compact witnesses; with a backend that also evaluates
     // the matrices on its device, a, b, c never occupy host memory, and the budget must
     // not reserve them.
-    let form = match config.pce.enabled {
-        true => backend.accepts().reached_from(WitnessForm::Compact),
-        false => WitnessForm::Assignment,
-    };
+    let form =
+        if config.pce.enabled { backend.accepts().reached_from(WitnessForm::Compact) } else { WitnessForm::Assignment };
     // Every prover that can hold a partition needs its headroom: with the lane, the
     // deadline prover and the critical one too. The critical prover is not only ever a
     // WinningPoSt's (small): a client may mark any proof CRITICAL.
