@@ -79,6 +79,25 @@ struct optional_buffer_t {
     optional_buffer_t& operator=(const optional_buffer_t&) = delete;
 };
 
+// Whether `bytes` of optional temporaries leave the margin free on `gpu` that the placement
+// keeps (src/placement.rs: SLACK, 1 GiB, and 1/32 of the device). The wide and split MSM paths
+// ask before they allocate: they used to take whatever was free, and beside another
+// partition's buffers (deadline work run while a PoRep partition waits at a phase boundary)
+// that filled the device to its last gigabytes. Declining costs the MSM sppark's narrower
+// windows, never the proof. The stream-ordered pool gives freed memory back at each
+// synchronization (no release threshold is set), so the free figure is current at an MSM's start.
+static inline bool leaves_margin(const gpu_t& gpu, size_t bytes)
+{
+    gpu.select();
+    size_t free_mem = 0, total_mem = 0;
+    if (cudaMemGetInfo(&free_mem, &total_mem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    const size_t margin = (size_t(1) << 30) + total_mem / 32;
+    return bytes + margin <= free_mem;
+}
+
 // A point inside one long device step (between the wide MSM's sort and bucket groups, or a
 // chunked MSM's chunks) where the caller may lend the device to other work, as it does between
 // phases (cuzk-cuda's device_lock.rs). When `fn` runs, every kernel the step launched has finished, and the step

@@ -164,8 +164,11 @@ static bool split_msm(const gpu_t& gpu, int device, const void* d_points, const 
     if (m * SPLIT_MAX_DENSE_DIVISOR > n)
         return false;
 
-    // Every temporary first, so that a failed allocation declines before anything is computed.
+    // Every temporary first, so that too little room, or a failed allocation, declines before
+    // anything is computed.
     const size_t nsums = (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    if (!leaves_margin(gpu, m * (sizeof(scalar_t) + sizeof(raw_t)) + (counts[0] > 0 ? nsums * sizeof(bucket_h) : 0)))
+        return false;
     optional_buffer_t<scalar_t> d_dense_scalars{m, s};
     optional_buffer_t<raw_t> d_dense_points{m, s};
     optional_buffer_t<bucket_h> d_sums{counts[0] > 0 ? nsums : 0, s};

@@ -223,7 +223,13 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const std::vector<uint32_t> starts = wide_group_starts(nwins, pause.active(), std::max(1u, WIDE_PAUSE_GROUP / degree));
     const stream_t& s = gpu[2];
 
-    // Every temporary first: a failed allocation declines before anything is computed.
+    // Every temporary first: too little room, or a failed allocation, declines before anything
+    // is computed.
+    const size_t bucket_bytes = ((size_t)nwins * row + starts.size() * nsums + 4 * first_pairs
+                                 + (shape.shift > 0 ? top_groups : 0)) * sizeof(bucket_h);
+    if (!leaves_margin(gpu, (size_t)nwins * stride * sizeof(uint32_t) + 2 * stride * sizeof(uint2)
+                                + (size_t)nwins * row * sizeof(uint32_t) + bucket_bytes))
+        return false;
     optional_buffer_t<uint32_t> digits{nwins * stride, s};
     optional_buffer_t<uint2> temps{2 * stride, s};
     optional_buffer_t<uint32_t> hist{(size_t)nwins * row, s};
