@@ -201,9 +201,13 @@ $(grep -c 'filecoin-proofs verify.* valid' "$out/$1-$2.log") $t1" >> "$out/laten
     exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /status HTTP/1.0\r\n\r\n' >&3 && sed '1,/^\r$/d' <&3 > "$out/status.json"; exec 3<&-
     echo "daemon peak RSS since its start (load included): $(gib "$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")")"
     stop_daemon
-    python3 - "$out" "$t0" "$t1" <<'PY'
+    # Seconds into the stream of the first PoSt request (none: past any proof's end).
+    local post_delay=1000000000
+    ((wn > 0 && ${WDELAY:-30} < post_delay)) && post_delay=${WDELAY:-30}
+    ((nn > 0 && ${NDELAY:-20} < post_delay)) && post_delay=${NDELAY:-20}
+    python3 - "$out" "$t0" "$t1" "$post_delay" <<'PY'
 import sys
-out, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+out, t0, t1, post_delay = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 rows = [l.split() for l in open(f"{out}/latency.txt")]
 for kind in ("porep-alone", "porep", "wpost", "winning"):
     r = [x for x in rows if x[0] == kind]
@@ -220,6 +224,12 @@ for kind in ("porep-alone", "porep", "wpost", "winning"):
         if len(done) >= 2:
             line += f", steady {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof"
         line += f", overall {(done[-1] - t0) / len(done):.2f} s/proof"
+        # The PoSt circuits loaded but idle: the proofs done before the first PoSt request.
+        quiet = [d for d in done if d < t0 + post_delay]
+        if 2 <= len(quiet) < len(done):
+            line += f"; before PoSt traffic ({len(quiet)} proofs in the first {post_delay:.0f} s) steady {(quiet[-1] - quiet[0]) / (len(quiet) - 1):.2f} s/proof"
+            busy = [d for d in done if d >= quiet[-1]]
+            line += f", with it ({len(busy) - 1} proofs) {(busy[-1] - busy[0]) / (len(busy) - 1):.2f} s/proof"
     print(line)
 rss = [int(l) for l in open(f"{out}/rss-prove.txt") if l.strip().isdigit()]
 if rss:
