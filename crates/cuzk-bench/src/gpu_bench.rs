@@ -9,7 +9,7 @@
 //!
 //! Exits non-zero if any comparison or verification fails.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -56,7 +56,7 @@ fn kinds(names: &[String]) -> anyhow::Result<Vec<ProofKind>> {
         .collect()
 }
 
-fn engine(dir: &PathBuf, devices: &[u32], device_matvec: bool, b_g2: B2Placement) -> anyhow::Result<Engine> {
+fn engine(dir: &Path, devices: &[u32], device_matvec: bool, b_g2: B2Placement) -> anyhow::Result<Engine> {
     let mut config = Config::default();
     config.srs.param_dir = dir.join("params");
     config.gpus.backend = "cuda".into();

@@ -105,7 +105,8 @@ fn ntt_matches_cpu() {
         eprintln!("NTT 2^{lg}");
         let d = Domain::for_size(1 << lg).unwrap();
         let v = random_scalars(&mut r, d.n);
-        let cases: [(&str, Kind, Direction, fn(&Domain, &mut [Fr])); 3] = [
+        type CpuNtt = fn(&Domain, &mut [Fr]);
+        let cases: [(&str, Kind, Direction, CpuNtt); 3] = [
             ("intt", Kind::Standard, Direction::Inverse, |d, v| d.intt(v)),
             ("coset ntt", Kind::Coset, Direction::Forward, |d, v| d.coset_ntt(v)),
             ("coset intt", Kind::Coset, Direction::Inverse, |d, v| d.coset_intt(v)),
@@ -536,7 +537,7 @@ impl Circuit<Fr> for RandomR1cs {
         let lc = |r: &mut ChaCha8Rng, row: usize| -> LinearCombination<Fr> {
             let terms = if row == 7 {
                 3000
-            } else if row % 11 == 0 {
+            } else if row.is_multiple_of(11) {
                 0
             } else {
                 1 + r.next_u32() as usize % 4

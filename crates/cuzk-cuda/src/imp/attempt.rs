@@ -110,18 +110,17 @@ pub(super) enum Work<'a> {
 
 impl CudaProver {
     /// The device-exclusive region, after the parameters (and matrices) are on the device.
-    /// `working` is [`working_bytes`] of `input`.
     fn gpu_phase(
         &self,
         g: usize,
         srs: &Srs,
         shape: &Shape,
         input: &DeviceInput<'_>,
-        working: u64,
         t: &mut ProveTimings,
         boundary: &mut dyn FnMut(),
     ) -> Result<MsmResults, CudaError> {
         let gpu = &self.gpus[g];
+        let working = working_bytes(shape, input);
         match input {
             DeviceInput::Host(h) => {
                 let dev = self.srs_on(gpu, srs, working)?;
@@ -214,7 +213,7 @@ impl CudaProver {
                 Boundary::Kept => {}
             }
         };
-        let result = self.gpu_phase(g, srs, shape, &input, working, &mut t, &mut boundary);
+        let result = self.gpu_phase(g, srs, shape, &input, &mut t, &mut boundary);
         let span_end = Instant::now();
         drop((holder, guard));
         if !handed_over.is_zero() {

@@ -47,7 +47,7 @@ use crate::subgroup::SubgroupConstants;
 unsafe extern "C" fn call_pause(arg: *mut std::ffi::c_void) {
     // SAFETY: `device_msm` passes a pointer to a live `&mut dyn FnMut()` for the call's length.
     let pause = unsafe { &mut *(arg as *mut &mut dyn FnMut()) };
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pause())).is_err() {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(pause)).is_err() {
         tracing::error!("a pause inside an MSM panicked; the MSM goes on");
     }
 }
