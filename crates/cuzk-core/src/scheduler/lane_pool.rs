@@ -1,17 +1,16 @@
 //! The critical lane's private rayon pools. Synthesis, parameter loading, the host side of
 //! proving and verification are all rayon work. On the one global pool a WinningPoSt's tasks
 //! queue behind those of every PoRep and WindowPoSt partition being synthesized: on the H200
-//! a 32 GiB WinningPoSt's witness took 1.18 s instead of 0.01 s beside a 2349-sector
-//! WindowPoSt synthesis. A pool of its own gets its share of the cores from the OS instead.
+//! a WinningPoSt's witness would wait for a whole WindowPoSt synthesis (BENCHMARKS.md,
+//! 2026-12-04 a2816fd). A pool of its own gets its share of the cores from the OS instead.
 //!
 //! Each of the critical lane's two workers owns one pool, and only that worker's thread ever
 //! installs into it, one stage at a time. That is what makes it safe. A stage is installed
 //! whole, waits included (memory, a parameter slot, the device lock); on a pool shared by
 //! several workers, a pool thread waiting in a `join` can steal another worker's installed
-//! stage and run it to the end first. Two WindowPoSt partitions were entangled so on a shared
-//! HIGH pool (H200: synthesis 27 s instead of 3.2 s), and a stolen stage that waits on
-//! something held lower on the same stack never returns (a CI hang, commit def1584). With one
-//! stage per pool, everything a pool thread can steal belongs to the stage it is working for.
+//! stage and run it to the end first: two partitions then finish together, and a stolen stage
+//! that waits on something held lower on the same stack never returns. With one stage per
+//! pool, everything a pool thread can steal belongs to the stage it is working for.
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
