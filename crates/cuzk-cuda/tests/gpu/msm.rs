@@ -1,0 +1,281 @@
+//! MSMs on the device against the CPU's: G1 and G2, resident and streaming points, host and
+//! device scalars, witness-shaped scalars split on the device, wide windows, pauses and chunks.
+
+use super::*;
+
+#[test]
+fn msm_g1_matches_cpu_resident_streaming_and_device_scalars() {
+    let mut r = rng(3);
+    // Below MIN_GPU_MSM `run` takes the CPU; the rest is the device path.
+    for n in [1usize, 2, 31, 1000, MIN_GPU_MSM, MIN_GPU_MSM + 1, 100_000, (1 << 18) + 3] {
+        eprintln!("G1 n={n}");
+        let pts = g1_points(&mut r, n);
+        let sc = edge_scalars(&mut r, n);
+        let want = msm_g1(&pts, &sc);
+        for resident in [true, false] {
+            let m = unsafe { MsmG1::new(DEV, &pts, resident) }.unwrap();
+            assert_eq!(m.run(Scalars::Host(&sc)).unwrap().0, want, "G1 n={n} resident={resident}");
+            let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+            let got = m.run(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap().0;
+            assert_eq!(got, want, "G1 device scalars n={n} resident={resident}");
+            // A prefix: fewer scalars than points.
+            let k = n / 2;
+            assert_eq!(m.run(Scalars::Host(&sc[..k])).unwrap().0, msm_g1(&pts[..k], &sc[..k]), "G1 prefix n={n}");
+        }
+        let zeros = vec![Fr::ZERO; n];
+        let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+        assert_eq!(m.run(Scalars::Host(&zeros)).unwrap().0, G1Projective::identity(), "all-zero scalars n={n}");
+    }
+}
+
+#[test]
+fn msm_g2_matches_cpu() {
+    let mut r = rng(4);
+    for n in [1usize, 7, 1000, MIN_GPU_MSM + 3, 70_000] {
+        eprintln!("G2 n={n}");
+        let pts = g2_points(&mut r, n);
+        let sc = edge_scalars(&mut r, n);
+        let want = msm_g2(&pts, &sc);
+        for resident in [true, false] {
+            let m = unsafe { MsmG2::new(DEV, &pts, resident) }.unwrap();
+            assert_eq!(m.run(Scalars::Host(&sc)).unwrap().0, want, "G2 n={n} resident={resident}");
+        }
+    }
+}
+
+#[test]
+fn witness_msms_split_on_the_device_equal_the_cpu_msm() {
+    let mut r = rng(11);
+    // (ones %, zeros %): mostly 0/1 (split), only ones, only zeros, exactly at and beyond the
+    // dense limit (a quarter: split, then declined), all dense (declined).
+    let mixes = [(60u32, 35u32), (100, 0), (0, 100), (50, 25), (40, 30), (0, 0)];
+    for n in [MIN_GPU_MSM, 100_003, (1 << 18) + 5] {
+        let pts = g1_points(&mut r, n);
+        for &(ones, zeros) in &mixes {
+            let sc = witness_scalars(&mut r, n, ones, zeros);
+            let want = msm_g1(&pts, &sc);
+            let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+            let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+            for len in [n, n - 1] {
+                let (got, _, dense) =
+                    m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len }).unwrap();
+                let want = if len == n { want } else { msm_g1(&pts[..len], &sc[..len]) };
+                assert_eq!(got, want, "G1 witness MSM n={n} len={len} ones={ones}% zeros={zeros}%");
+                let really_dense = sc[..len].iter().filter(|s| !bool::from(s.is_zero()) && **s != Fr::ONE).count();
+                if really_dense * 4 <= len {
+                    assert_eq!(dense, really_dense, "split: only the dense scalars go through Pippenger");
+                } else {
+                    assert_eq!(dense, len, "too dense: the whole vector goes through Pippenger");
+                }
+            }
+            // A window of the buffer, as the prover passes L's scalars (after the inputs).
+            let (got, _, _) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 3, len: n - 3 }).unwrap();
+            assert_eq!(got, msm_g1(&pts[..n - 3], &sc[3..]), "G1 witness MSM at an offset n={n}");
+            // Streaming contexts have no device points to gather: never split, still right.
+            let s = unsafe { MsmG1::new(DEV, &pts, false) }.unwrap();
+            let (got, _, dense) = s.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap();
+            assert_eq!((got, dense), (want, n), "streaming witness MSM n={n}");
+        }
+    }
+    let n = 70_001;
+    let pts = g2_points(&mut r, n);
+    for &(ones, zeros) in &mixes {
+        let sc = witness_scalars(&mut r, n, ones, zeros);
+        let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
+        let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+        let (got, _, _) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }).unwrap();
+        assert_eq!(got, msm_g2(&pts, &sc), "G2 witness MSM ones={ones}% zeros={zeros}%");
+    }
+}
+
+#[test]
+fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
+    let mut r = rng(12);
+    // 2^24 + 5 points: 20-bit windows, whose top window (15 bits) sppark's sort spreads over
+    // 32 buckets a digit, folded before the reduction; the prefix below 2^24 takes 17-bit
+    // windows (no spread). Sizes below 2^22 are declined (sppark's Pippenger).
+    let n = (1usize << 24) + 5;
+    let pts = many_g1_points(&mut r, n);
+    let mut sc = edge_scalars(&mut r, n);
+    // Scalars about r/2, where the signed digits flip sign, and the largest ones.
+    let half = Fr::from(2u64).invert().unwrap();
+    for (i, v) in [-half, half, -half - Fr::ONE, -Fr::ONE, -Fr::from(2u64)].into_iter().enumerate() {
+        sc[10 * i + 3] = v;
+    }
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    for (offset, len) in [(0, n), (0, n - 6), (5, n - 5), (0, (1 << 22) - 1)] {
+        let want = msm_g1(&pts[..len], &sc[offset..offset + len]);
+        let dense = Scalars::Device { buffer: &buf, offset, len };
+        let (got, _, _) = m.run_path_on_device(dense, MsmPath::Dense).unwrap();
+        assert_eq!(got, want, "dense MSM offset={offset} len={len}");
+        let (plain, _, _) =
+            m.run_path_on_device(Scalars::Device { buffer: &buf, offset, len }, MsmPath::Sppark).unwrap();
+        assert_eq!(plain, want, "sppark MSM offset={offset} len={len}");
+        // As a witness it is far too dense to split: the whole vector goes through a Pippenger
+        // (the wide one in G1).
+        let (as_witness, _, dense) = m.run_witness_on_device(Scalars::Device { buffer: &buf, offset, len }).unwrap();
+        assert_eq!((as_witness, dense), (want, len), "dense witness MSM offset={offset} len={len}");
+    }
+    // All zeros, all ones: empty buckets everywhere but one.
+    for v in [Fr::ZERO, Fr::ONE] {
+        let same = vec![v; n];
+        let (b, _) = DeviceBuffer::upload(DEV, &same).unwrap();
+        let (got, _, _) =
+            m.run_path_on_device(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense).unwrap();
+        assert_eq!(got, msm_g1(&pts, &same), "dense MSM of {n} equal scalars");
+    }
+}
+
+#[test]
+fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
+    let mut r = rng(13);
+    // 2^24 + 5 points: 13 windows of 20 bits, bucket launches starting at windows 0, 4 and 8
+    // (none at the top window); the prefix of 2^24 − 1 takes 15 windows of 17 bits (starts
+    // 0, 4, 8, 12). Below 2^22 the wide path declines and nothing pauses.
+    let n = (1usize << 24) + 5;
+    let pts = many_g1_points(&mut r, n);
+    let sc = edge_scalars(&mut r, n);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    // What the lender runs in each pause: another wide MSM on the same device and streams.
+    let lent_len = (1usize << 22) + 3;
+    let lent_want = msm_g1(&pts[..lent_len], &sc[n - lent_len..]);
+    for (len, pauses_expected) in [(n, 3), (n - 6, 4), ((1 << 22) - 1, 0)] {
+        let want = msm_g1(&pts[..len], &sc[..len]);
+        let mut pauses = 0;
+        let mut pause = || {
+            pauses += 1;
+            let (lent, _, _) = m
+                .run_path_on_device(
+                    Scalars::Device { buffer: &buf, offset: n - lent_len, len: lent_len },
+                    MsmPath::Dense,
+                )
+                .unwrap();
+            assert_eq!(lent, lent_want, "the MSM run in a pause");
+        };
+        let (got, _, _) =
+            m.run_pausing(Scalars::Device { buffer: &buf, offset: 0, len }, MsmPath::Dense, &mut pause).unwrap();
+        assert_eq!(got, want, "paused dense MSM len={len}");
+        assert_eq!(pauses, pauses_expected, "pauses in a dense MSM of {len}");
+    }
+    // Every scalar 2^80 (= 2^(20·4)): all of them in the first bucket of window 4, which starts
+    // a bucket launch and is summed by batch addition.
+    let big = vec![Fr::from(2u64).pow_vartime([80]); n];
+    let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
+    let (got, _, _) =
+        m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
+    assert_eq!(got, msm_g1(&pts, &big), "paused dense MSM of 2^80 everywhere");
+}
+
+/// The wide path in G2 (a WindowPoSt's B_G2): two threads a bucket in our kernels, 20-bit
+/// windows, two windows a bucket launch when paused.
+#[test]
+fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
+    let mut r = rng(15);
+    let started = std::time::Instant::now();
+    // 2^24 + 5 points: 13 windows of 20 bits, the top one (15 bits) folded from groups of 32
+    // buckets. Paused, bucket launches start at windows 0, 2, 4, 6, 8 and 10, with a pause
+    // after the sort and between launches: 6. Below 2^22 the wide path declines (sppark's
+    // Pippenger, chunked when paused; the default G2 chunk is larger, so nothing pauses).
+    let n = (1usize << 24) + 5;
+    let pts = many_points::<G2Projective>(&mut r, n);
+    // Random scalars with the edge values at a few places: a seventh of them equal, as in
+    // edge_scalars, would put 2.4 M points into one bucket of every window, which one thread
+    // pair sums alone: slow in G2 (a first version of this test did not finish in 4 minutes).
+    let mut sc = random_scalars(&mut r, n);
+    let half = Fr::from(2u64).invert().unwrap();
+    for (i, v) in [Fr::ZERO, Fr::ONE, -Fr::ONE, -half, half, -half - Fr::ONE, -Fr::from(2u64)].into_iter().enumerate() {
+        for k in 0..100 {
+            sc[(i * 100 + k) * 997 + 3] = v;
+        }
+    }
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
+    let lent_len = (1usize << 22) + 3;
+    let lent_want = msm_g2(&pts[..lent_len], &sc[n - lent_len..]);
+    eprintln!("G2 points and scalars ready: {:.1} s", started.elapsed().as_secs_f64());
+    for (offset, len, pauses_expected) in [(0, n, 6), (5, n - 5, 6), (0, (1 << 22) - 1, 0)] {
+        let want = msm_g2(&pts[..len], &sc[offset..offset + len]);
+        let dense = || Scalars::Device { buffer: &buf, offset, len };
+        let (got, _, _) = m.run_path_on_device(dense(), MsmPath::Dense).unwrap();
+        assert_eq!(got, want, "dense G2 MSM offset={offset} len={len}");
+        // Far too dense to split: the whole vector through the wide path, paused, with
+        // another wide G2 MSM on the same device and streams in every pause.
+        let mut pauses = 0;
+        let mut pause = || {
+            pauses += 1;
+            let lent = Scalars::Device { buffer: &buf, offset: n - lent_len, len: lent_len };
+            let (lent, _, _) = m.run_path_on_device(lent, MsmPath::Dense).unwrap();
+            assert_eq!(lent, lent_want, "the G2 MSM run in a pause");
+        };
+        let (got, _, dense_count) = m.run_pausing(dense(), MsmPath::Witness, &mut pause).unwrap();
+        assert_eq!((got, dense_count), (want, len), "paused dense G2 witness MSM offset={offset} len={len}");
+        assert_eq!(pauses, pauses_expected, "pauses in a dense G2 MSM of {len}");
+        eprintln!("G2 offset={offset} len={len}: {:.1} s", started.elapsed().as_secs_f64());
+    }
+    // Every scalar 2^40 (= 2^(20·2)): all points in the first bucket of window 2, which starts
+    // a bucket launch when paused and is summed by batch addition. (Not unpaused: there one
+    // accumulate thread pair would sum all 2^24 points alone, as sppark's would; on the H200
+    // that had not finished after 95 s.)
+    let big = vec![Fr::from(2u64).pow_vartime([40]); n];
+    let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
+    let (got, _, _) =
+        m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
+    assert_eq!(got, msm_g2(&pts, &big), "paused dense G2 MSM of 2^40 everywhere");
+}
+
+/// sppark's Pippenger cut into chunks with a pause between them (cuda/msm_chunked.cuh): B in
+/// G2, and G1 over streaming points. Chunks are set small here so that small MSMs pause.
+/// Resident and streaming contexts (the latter with its chunks copied ahead), host and device
+/// scalars, uneven lengths; another MSM runs on the same device in every pause.
+#[test]
+fn a_chunked_msm_pauses_between_chunks_and_still_equals_the_cpu_msm() {
+    let mut r = rng(14);
+    let n = 70_000 + 5;
+    let pts2 = g2_points(&mut r, n);
+    let pts1 = g1_points(&mut r, n);
+    let sc = edge_scalars(&mut r, n);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let chunk = 16_384;
+    for resident in [true, false] {
+        let mut m2 = unsafe { MsmG2::new(DEV, &pts2, resident) }.unwrap();
+        let mut m1 = unsafe { MsmG1::new(DEV, &pts1, resident) }.unwrap();
+        m2.set_pause_chunk(chunk);
+        m1.set_pause_chunk(chunk);
+        let lent_want = msm_g2(&pts2[..MIN_GPU_MSM + 1], &sc[..MIN_GPU_MSM + 1]);
+        // (length, pauses): 5 chunks of ~14,000; 4 of 16,384; exactly one chunk, no pause.
+        for (len, pauses_expected) in [(n, 4), (4 * chunk, 3), (chunk, 0)] {
+            let want2 = msm_g2(&pts2[..len], &sc[..len]);
+            let want1 = msm_g1(&pts1[..len], &sc[..len]);
+            for on_device in [false, true] {
+                let scalars = || {
+                    if on_device {
+                        Scalars::Device { buffer: &buf, offset: 0, len }
+                    } else {
+                        Scalars::Host(&sc[..len])
+                    }
+                };
+                let what = format!("len={len} resident={resident} device scalars={on_device}");
+                let mut pauses = 0;
+                let mut pause = || {
+                    pauses += 1;
+                    let (lent, _) = m2.run_on_device(Scalars::Host(&sc[..MIN_GPU_MSM + 1])).unwrap();
+                    assert_eq!(lent, lent_want, "the MSM run in a pause");
+                };
+                // The G2 context lends itself: its engine's buckets are reused by the MSM in
+                // the pause, so this also checks that nothing of the chunked MSM is in flight.
+                let (got, _, _) = m2.run_pausing(scalars(), MsmPath::Dense, &mut pause).unwrap();
+                assert_eq!(got, want2, "chunked G2 {what}");
+                assert_eq!(pauses, pauses_expected, "pauses in G2 {what}");
+                let (got, _, _) = m2.run_pausing(scalars(), MsmPath::Witness, &mut || {}).unwrap();
+                assert_eq!(got, want2, "chunked G2 witness path {what}");
+                // G1: the wide path declines below 2^22 points, so this is the chunked one too.
+                let mut pauses = 0;
+                let (got, _, _) = m1.run_pausing(scalars(), MsmPath::Dense, &mut || pauses += 1).unwrap();
+                assert_eq!(got, want1, "chunked G1 {what}");
+                assert_eq!(pauses, pauses_expected, "pauses in G1 {what}");
+            }
+        }
+    }
+}
