@@ -24,17 +24,28 @@
 #                                          (synthetic inputs and parameters: nothing verifies)
 #   scripts/bench-h200.sh BIN_DIR scale32  GPUS=2: the PoRep stream on 1 device (N1=8), then on
 #                                          all GPUS (N=16, J=4), and the scaling ratio (issue #16)
-#   scripts/bench-h200.sh BIN_DIR peer-params   consistent 32 GiB inputs and the generated setup
+#   scripts/bench-h200.sh BIN_DIR peer-params   consistent inputs of CIRCUIT and the generated setup
 #                                          as a .params file, for vs-peer (run it just before)
-#   scripts/bench-h200.sh BIN_DIR vs-peer  filecoin-proofs + SupraSeal, one verified proof, then
-#                                          cuzk N=3 at J=2, same inputs and parameters
+#   scripts/bench-h200.sh BIN_DIR vs-peer  filecoin-proofs + SupraSeal, two verified proofs in one
+#                                          process (the second counts; the first, load included,
+#                                          beside it), the .params file deleted, then cuzk on the
+#                                          same inputs and parameters, and the ratio
+#
+# CIRCUIT picks the peer workload (issue #38): porep-32g (default), porep-512m, winning-32g, or
+# wpost-32g (one 2349-sector partition; TP_SECTORS changes the count). cuzk's side then runs
+# N=3 at J=2 for PoRep, N=2 at J=1 for WinningPoSt and N=1 for WindowPoSt unless N and J say.
+# The .params file is 47 GB for porep-32g and ~61 GB for wpost-32g: the H200 host's disk
+# (~64 GiB free) holds the latter only alone, hence write (peer-params) -> peer -> delete ->
+# cuzk, in that order. The circuit's PCE matrices (7 GiB for porep-32g) are saved beside it in
+# WORK/tp/params/pce for cuzk's run; if the disk is short of room for both, PEER_PCE_DIR on a
+# tmpfs (e.g. /dev/shm/pce) keeps them off it, and cuzk's daemon extracts its own copy later.
 #
 # Every cuzk run proves consistent inputs with parameters from cuzk's generated, INSECURE setup
 # (built in the daemon at preload), so every proof is verified by the daemon and the first of
 # each run by filecoin-proofs (see bench-throughput.sh); TP_INPUTS=synthetic restores the old
 # random, unverifiable inputs. Each daemon start generates the setup again (minutes at 32 GiB).
 #
-# WORK (default ./work) must be on disk, not tmpfs: the peer's parameter file is 47 GB.
+# WORK (default ./work) must be on disk, not tmpfs: the peer's parameter file is 47–61 GB.
 # SIZE and BACKEND (defaults 32GiB, cuda) exist to rehearse the script small, on a CPU.
 set -u
 bin=$(realpath "$1"); mode=$2
@@ -65,6 +76,11 @@ ours() { # name N J deadline [extra gpu keys] [circuit or size]
     tar czf "$out/$name.tgz" -C "$work/tp/results" timeline.csv status.json metrics.txt daemon.log nvidia-smi.csv rss-load.txt 2>/dev/null
     rm -f "$work/tp/results/"{done-*,proof-*,timeline.csv,status.json,metrics.txt} "$out/"{timeline.csv,status.json,metrics.txt}
 }
+
+# The peer workload of peer-params and vs-peer; the inputs are where bench-throughput.sh looks.
+peer_circuit=${CIRCUIT:-porep-32g}
+case "$peer_circuit" in wpost-*) peer_sectors=${TP_SECTORS:-2349} ;; *) peer_sectors=1 ;; esac
+peer_inputs="$work/tp/inputs-$peer_circuit-$peer_sectors"
 
 case "$mode" in
     porep32) ours porep32 "${N:-4}" "${J:-2}" "${D0:-240}" "" 32GiB ;;
@@ -134,27 +150,32 @@ PY
         ;;
     peer-params)
         # For vs-peer, on the same machine right after (nothing survives a returned machine):
-        # the consistent 32 GiB inputs, and the generated setup as a .params file for the peer.
-        "$bin/cuzk-bench" gen-consistent --circuit porep-32g --sectors 1 --seed 1 --out "$work/tp/inputs-porep-32g-1" | tail -1
+        # CIRCUIT's consistent inputs (the set cuzk's run uses), and the generated setup as a
+        # .params file for the peer.
+        "$bin/cuzk-bench" gen-consistent --circuit "$peer_circuit" --sectors "$peer_sectors" --seed 1 --out "$peer_inputs" | tail -1
         t=$SECONDS
-        mkdir -p "$work/peer/params"
-        "$bin/cuzk-bench" gen-setup --circuit porep-32g --seed 1 --out "$work/peer/params" --pce-dir "$work/tp/params/pce" 2>&1 | tail -3
-        echo "generated setup written for the peer: $((SECONDS - t)) s"; ls -la "$work/peer/params"; df -h "$work" | tail -1
+        mkdir -p "$work/peer/params-$peer_circuit"
+        "$bin/cuzk-bench" gen-setup --circuit "$peer_circuit" --seed 1 --out "$work/peer/params-$peer_circuit" --pce-dir "${PEER_PCE_DIR:-$work/tp/params/pce}" 2>&1 | tail -3
+        echo "generated setup written for the peer: $((SECONDS - t)) s"; ls -la "$work/peer/params-$peer_circuit"; df -h "$work" | tail -1
         ;;
     vs-peer)
         # The peer and cuzk in one command on the same consistent inputs and the same
-        # generated parameters (seed 1): filecoin-proofs + SupraSeal first, one proof, then
-        # cuzk N=3 at J=2. Every proof is checked (seal_commit_phase2's own verification; the
-        # daemon's, and filecoin-proofs' verify_seal on cuzk's first).
-        PEER_INPUTS="$work/tp/inputs-porep-32g-1" PEER_DEADLINE="${PEER_DEADLINE:-360}" PEER_PCE_DIR="$work/tp/params/pce" \
-            bash "$here/bench-peer.sh" "$bin" "$work/peer" 32GiB 1 2>&1 | tee "$out/peer.log"
-        ours vs-peer "${N:-3}" "${J:-2}" "${D0:-130}" "" 32GiB
-        python3 "$here/vs_peer_ratio.py" "$out/peer.log" "$out/ours-vs-peer.log"
+        # generated parameters (seed 1): filecoin-proofs + SupraSeal first, PEER_RUNS (2) proofs
+        # in one process, then cuzk. Every proof is checked (the peer's by filecoin-proofs, see
+        # bench-peer.sh; the daemon's, and filecoin-proofs' verifier on cuzk's first).
+        PEER_INPUTS="$peer_inputs" PEER_DEADLINE="${PEER_DEADLINE:-360}" PEER_PCE_DIR="${PEER_PCE_DIR:-$work/tp/params/pce}" \
+            bash "$here/bench-peer.sh" "$bin" "$work/peer" "$peer_circuit" "${PEER_RUNS:-2}" 2>&1 | tee "$out/peer.log"
+        # The disk cannot hold the peer's file and what cuzk's run writes (wpost-32g: ~61 GB of
+        # ~64 GiB free); cuzk's daemon generates the same setup in memory.
+        rm -f "$work/peer/params-$peer_circuit/"*.params
+        case "$peer_circuit" in winning-*) n=2 j=1 ;; wpost-*) n=1 j=1 ;; *) n=3 j=2 ;; esac
+        TP_SECTORS=$peer_sectors ours "vs-peer-$peer_circuit" "${N:-$n}" "${J:-$j}" "${D0:-130}" "" "$peer_circuit"
+        python3 "$here/vs_peer_ratio.py" "$out/peer.log" "$out/ours-vs-peer-$peer_circuit.log"
         ;;
     peer)
         PEER_DEADLINE="${PEER_DEADLINE:-330}" PEER_PCE_DIR="$work/tp/params/pce" \
             bash "$here/bench-peer.sh" "$bin" "$work/peer" "${SIZE:-32GiB}" 1 2>&1 | tee "$out/peer.log"
-        rm -f "$work/peer/params/"*.params   # 47 GB; cuzk's run below needs the disk, not the file
+        rm -f "$work/peer/params-"*/*.params   # 47 GB; cuzk's run below needs the disk, not the file
         ours single 1 1 "${D3:-150}"
         ;;
     *) echo "mode: porep32, porep64, post32, snap32, deadline32, wdeadline32, critical32, all32, scale32, ours, peer, peer-params or vs-peer" >&2; exit 2 ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the peer cuzk is benchmarked against (issue #6): `cuzk-peer-c2`, filecoin-proofs' own
-# C2 with bellperson's SupraSeal CUDA prover (supraseal-c2), for a GPU machine with no Rust.
+# Build the peer cuzk is benchmarked against (issues #6, #38): `cuzk-peer-c2`, filecoin-proofs'
+# own PoRep C2 and PoSt provers with bellperson's SupraSeal CUDA prover (supraseal-c2), for a
+# GPU machine with no Rust.
 #
 #   scripts/build-peer.sh [OUT_DIR]       (default: devcarry; needs the nvcc of install-cuda-toolchain.sh)
 #
