@@ -75,9 +75,14 @@ else:
         why = f"run {failed.get('run', 1)} failed: {(failed.get('error') or '')[:300]}"
     elif "Out of memory: Killed process" in peer_log:
         why = "OOM-killed (see the dmesg lines above)"
+    elif exit_code == 124:
+        # Stopped at its deadline: a hung prover and a slow one look the same from here, so
+        # the deadline is no bound worth printing.
+        why = "stopped at its deadline, exit 124, with no proof"
     else:
         why = f"exit {exit_code}"
-    bound = f"; the peer needs more than {process_wall:.1f} s, so the ratio is > {process_wall / first:.1f}x if it " \
-        "could finish at all" if process_wall and first and failed is None else ""
+    oom = "Out of memory: Killed process" in peer_log
+    bound = f"; it ran {process_wall:.1f} s before the kill, so on a host where it fits the ratio would be " \
+        f"> {process_wall / first:.1f}x" if oom and process_wall and first and failed is None else ""
     print(f"vs peer: no verified proof from the peer ({why}; the process ran {process_wall} s); {ours}: "
           f"no ratio on this host{bound}")
