@@ -194,15 +194,9 @@ fn prove_porep(args: &Args) -> Result<Proved> {
 
 /// 64 hex digits as 32 bytes; `name` goes into the error.
 pub(crate) fn hex32(name: &str, hex: &str) -> Result<[u8; 32]> {
-    anyhow::ensure!(
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
-        "{name} wants 64 hex digits, got {:?}",
-        hex.chars().take(80).collect::<String>()
-    );
     let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).context("checked as hex above")?;
-    }
+    hex::decode_to_slice(hex, &mut out)
+        .with_context(|| format!("{name} wants 64 hex digits, got {:?}", hex.chars().take(80).collect::<String>()))?;
     Ok(out)
 }
 
