@@ -127,6 +127,44 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     }
 }
 
+/// The affine bucket sums of the wide path (cuda/msm_affine.cuh) meet every exception to the
+/// addition formula: a bucket holding a point twice (a doubling), a point and its negation
+/// (a sum at infinity, taken up again by the next point), points at infinity, and a bucket
+/// longer than the affine kernel takes (1024 points: summed in XYZZ by its thread).
+#[test]
+fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
+    let mut r = rng(13);
+    let n = (1usize << 22) + 7;
+    let mut pts = many_g1_points(&mut r, n);
+    let mut sc = random_scalars(&mut r, n);
+    // A block of equal scalars: in each window its digit puts the whole block in one bucket.
+    let v = Fr::random(&mut r);
+    let (p, q) = (pts[0], pts[1]);
+    for i in 0..600 {
+        pts[100 + i] = match i % 6 {
+            0 | 2 | 3 => p,
+            1 => -p,
+            4 => q,
+            _ => G1Affine::identity(),
+        };
+        sc[100 + i] = v;
+    }
+    // A longer block of equal scalars: past the affine kernel's run limit.
+    let w = Fr::random(&mut r);
+    sc[5000..6500].fill(w);
+    // Points at infinity scattered through the random part.
+    for i in (7000..n).step_by(65_537) {
+        pts[i] = G1Affine::identity();
+    }
+    let want = msm_g1(&pts, &sc);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    for path in [MsmPath::Dense, MsmPath::DenseWideSlots, MsmPath::DenseXyzz, MsmPath::Sppark] {
+        let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }, path).unwrap();
+        assert_eq!(got, want, "{path:?}");
+    }
+}
+
 #[test]
 fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let mut r = rng(13);
