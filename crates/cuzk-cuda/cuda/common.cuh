@@ -79,8 +79,14 @@ struct optional_buffer_t {
     optional_buffer_t& operator=(const optional_buffer_t&) = delete;
 };
 
+// The margin the placement keeps free on a device: margin_slack bytes and 1/margin_divisor of
+// the device. src/placement.rs owns the numbers and sets these (cuzk_set_margin) before any
+// MSM context exists; the values here are only what they start as.
+inline size_t margin_slack = size_t(1) << 30;
+inline size_t margin_divisor = 32;
+
 // Whether `bytes` of optional temporaries leave the margin free on `gpu` that the placement
-// keeps (src/placement.rs: SLACK, 1 GiB, and 1/32 of the device). The wide and split MSM paths
+// keeps (src/placement.rs, `margin`). The wide and split MSM paths
 // ask before they allocate: they used to take whatever was free, and beside another
 // partition's buffers (deadline work run while a PoRep partition waits at a phase boundary)
 // that filled the device to its last gigabytes. Declining costs the MSM sppark's narrower
@@ -94,7 +100,7 @@ static inline bool leaves_margin(const gpu_t& gpu, size_t bytes)
         (void)cudaGetLastError();
         return false;
     }
-    const size_t margin = (size_t(1) << 30) + total_mem / 32;
+    const size_t margin = margin_slack + total_mem / margin_divisor;
     return bytes + margin <= free_mem;
 }
 

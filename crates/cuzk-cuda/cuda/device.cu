@@ -46,6 +46,13 @@ CUZK_FFI RustError cuzk_device_props(size_t index, cuzk_device_props_t* out)
     });
 }
 
+// The placement's margin (src/placement.rs), which the MSM paths keep free (common.cuh).
+CUZK_FFI void cuzk_set_margin(size_t slack, size_t divisor)
+{
+    margin_slack = slack;
+    margin_divisor = divisor > 0 ? divisor : 1;
+}
+
 CUZK_FFI RustError cuzk_device_mem(size_t index, size_t* free_mem, size_t* total_mem)
 {
     return guarded([&] {

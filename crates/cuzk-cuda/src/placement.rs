@@ -116,6 +116,17 @@ const G2_AFFINE: u64 = 192;
 const FR: u64 = 32;
 /// CUDA's own allocations beside what is counted here (context, streams, the upload slots).
 pub const SLACK: u64 = 1 << 30;
+/// The share of the device (1/MARGIN_DIVISOR) kept free beside [`SLACK`]; see [`margin`].
+pub const MARGIN_DIVISOR: u64 = 32;
+
+/// The bytes a placement leaves free on a device of `total` bytes: [`SLACK`] and 1/32 of the
+/// device for what the estimate does not see (allocator rounding, the stream-ordered frees of
+/// one phase's temporaries overlapping the next's allocations). The wide and split MSM paths
+/// keep the same margin free or decline (`leaves_margin`, cuda/common.cuh, told these numbers
+/// by `msm::agree_margin`).
+pub fn margin(total: u64) -> u64 {
+    SLACK + total / MARGIN_DIVISOR
+}
 /// A staged run's chunk (`STAGE_CHUNK_BYTES` in cuda/msm.cu).
 pub const STAGE_CHUNK_BYTES: u64 = 7 << 29;
 /// Smallest MSM that takes wide windows (`WIDE_MIN_LG_POINTS`, cuda/msm_wide.cuh).
@@ -212,12 +223,10 @@ pub struct Room {
 }
 
 impl Room {
-    /// What a placement may count on: the free bytes less [`SLACK`] and a margin of 1/32 of
-    /// the device for what the estimate does not see (allocator rounding, the stream-ordered
-    /// frees of one phase's temporaries overlapping the next's allocations), so that a device
+    /// What a placement may count on: the free bytes less the [`margin`], so that a device
     /// filled to the estimate still runs every MSM on its fast path.
     fn usable(&self) -> u64 {
-        self.free.saturating_sub(SLACK + self.total / 32)
+        self.free.saturating_sub(margin(self.total))
     }
 }
 
@@ -337,7 +346,7 @@ mod tests {
     fn the_cheapest_staging_is_chosen_and_nothing_when_even_that_does_not_fit() {
         let (porep, inputs) = porep_32g();
         let total = 80 * GIB;
-        let margin = SLACK + total / 32;
+        let margin = margin(total);
         let peak = proof_peak_bytes(&porep, inputs, Staged::NONE);
         let whole = resident_bytes(&porep, true, Staged::NONE) + peak + margin;
         let room = |free: u64| Room { free, total, others_peak: 0 };

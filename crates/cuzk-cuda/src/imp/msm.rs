@@ -110,6 +110,16 @@ impl Scalars<'_> {
     }
 }
 
+/// Tells the glue the placement's margin ([`crate::placement::margin`]), which its wide and
+/// split MSM paths keep free; once, before the first MSM context exists.
+pub(crate) fn agree_margin() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: plain values; called before any MSM context can run.
+        unsafe { ffi::cuzk_set_margin(crate::placement::SLACK as usize, crate::placement::MARGIN_DIVISOR as usize) }
+    });
+}
+
 macro_rules! msm_context {
     ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $create_staged:ident, $fill:ident, $run:ident, $chunk:ident, $stage_chunk:ident, $destroy:ident, $cpu:ident) => {
         pub struct $name {
@@ -135,6 +145,7 @@ macro_rules! msm_context {
             /// `points` must stay alive and in place until the context is dropped (small MSMs
             /// read them on the CPU; streaming contexts read them on every call).
             pub unsafe fn new(index: usize, points: &[$affine], resident: bool) -> Result<Self, CudaError> {
+                agree_margin();
                 let mut ctx = std::ptr::null_mut();
                 check(ffi::$create(index, points.as_ptr().cast::<$raw_affine>(), points.len(), resident, &mut ctx))?;
                 Ok($name { ctx, host: points.as_ptr(), len: points.len(), resident, staged: false, pinned: false })
@@ -145,6 +156,7 @@ macro_rules! msm_context {
             /// the first MSM (the caller keeps count). It never reads host points, so small
             /// MSMs run on the device too.
             pub fn new_unfilled(index: usize, len: usize) -> Result<Self, CudaError> {
+                agree_margin();
                 let mut ctx = std::ptr::null_mut();
                 check(unsafe { ffi::$create(index, std::ptr::null(), len, true, &mut ctx) })?;
                 Ok($name { ctx, host: std::ptr::null(), len, resident: true, staged: false, pinned: false })
@@ -154,6 +166,7 @@ macro_rules! msm_context {
             /// allocated now and written by [`Self::fill`] (every point before the first MSM),
             /// copied to the device for each run. It never reads the caller's points.
             pub fn new_staged(index: usize, len: usize) -> Result<Self, CudaError> {
+                agree_margin();
                 let mut ctx = std::ptr::null_mut();
                 let mut pinned = false;
                 check(unsafe { ffi::$create_staged(index, len, &mut ctx, &mut pinned) })?;
