@@ -4,8 +4,8 @@
 //! `--witness ONES,ZEROS` times witness-like scalars (percent of ones and zeros) from device
 //! memory both ways: sppark's Pippenger and the split witness MSM, checked against each other.
 //! `--device-scalars` does the same for random scalars: sppark's Pippenger against the dense
-//! path (wide windows from 2^22 points, in G1 and G2); in G1 the wide windows three ways, with
-//! sppark's XYZZ bucket sums and with affine ones at 8 and 16 slots a thread.
+//! path (wide windows from 2^22 points, in G1 and G2); in G1 also the wide windows with their
+//! buckets summed in affine coordinates (an experiment the prover does not use).
 
 use std::time::Instant;
 
@@ -86,12 +86,12 @@ fn witness_scalars(n: usize, ones: u32, zeros: u32, seed: u64) -> Vec<Fr> {
 
 /// sppark's Pippenger against other paths on the same scalars in device memory: witness-like
 /// ones (`Some((ones, zeros))`, against the split) or random ones (`None`, against the wide
-/// windows: in G1 with sppark's XYZZ bucket sums, and with affine ones at two slot counts).
+/// windows; in G1 also with affine bucket sums).
 fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()> {
     let paths: &[MsmPath] = match (witness, args.g2) {
         (Some(_), _) => &[MsmPath::Witness],
         (None, true) => &[MsmPath::Dense],
-        (None, false) => &[MsmPath::DenseXyzz, MsmPath::Dense, MsmPath::DenseWideSlots],
+        (None, false) => &[MsmPath::Dense, MsmPath::DenseAffine],
     };
     let mut head = vec!["group".to_string(), "points".into(), "ones %".into(), "zeros %".into(), "dense".into()];
     head.push("sppark ms (mean)".into());

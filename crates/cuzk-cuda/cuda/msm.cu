@@ -39,16 +39,9 @@ typedef fr_t scalar_t;
 
 // What a run is asked to do (the Rust side's MsmPath): sppark's Pippenger as it is; a witness
 // MSM, split when it can be (msm_split.cuh); a dense MSM, with wide windows when it can be
-// (msm_wide.cuh), its G1 buckets summed in affine coordinates (msm_affine.cuh). The last two,
-// for benchmarks and tests: the wide windows with sppark's XYZZ buckets, and with twice the
-// affine slots.
-enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2, MSM_DENSE_XYZZ = 3, MSM_DENSE_WIDE_SLOTS = 4 };
-
-// The affine slots a run's wide windows use (0: sppark's XYZZ buckets).
-static uint32_t affine_slots(uint32_t how)
-{
-    return how == MSM_DENSE_XYZZ ? 0 : how == MSM_DENSE_WIDE_SLOTS ? AFF_SLOTS_WIDE : AFF_SLOTS;
-}
+// (msm_wide.cuh); and, for benchmarks and tests only, the wide windows with their G1 buckets
+// summed in affine coordinates (msm_affine.cuh, slower than sppark's XYZZ sums so far).
+enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2, MSM_DENSE_AFFINE = 3 };
 
 template<class bucket, class point, class affine>
 struct msm_ctx {
@@ -256,7 +249,7 @@ static bool staged_run(const gpu_t& gpu, ctx_t* ctx, const scalar_t* scalars, si
         if (how == MSM_WITNESS)
             done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, pts, scalars + off, len, part, part_dense);
         if (!done)
-            done = wide_msm<bucket, point, affine>(gpu, pts, scalars + off, len, part, pause, affine_slots(how));
+            done = wide_msm<bucket, point, affine>(gpu, pts, scalars + off, len, part, pause, how == MSM_DENSE_AFFINE);
         if (!done)
             ctx_pippenger<ctx_t, point, affine>(ctx, scalars, off, len, true, pts, &part);
         out.add(part);
@@ -283,7 +276,7 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
     return guarded([&] {
         if (n > ctx->npoints)
             throw std::invalid_argument("MSM: more scalars than points");
-        if (how > MSM_DENSE_WIDE_SLOTS)
+        if (how > MSM_DENSE_AFFINE)
             throw std::invalid_argument("MSM: unknown path");
         const gpu_t& gpu = gpu_at(ctx->index);
         auto started = std::chrono::steady_clock::now();
@@ -303,7 +296,7 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
                 done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
             // A witness too dense to split is a dense MSM like any other.
             if (on_chip && !done && how != MSM_SPPARK)
-                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause, affine_slots(how));
+                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause, how == MSM_DENSE_AFFINE);
             // A long one pauses between chunks of points (msm_chunked.cuh).
             if (!done)
                 done = chunked_msm<point, affine>(gpu, ctx->host_points, n, ctx->chunk_points, pause, *out,

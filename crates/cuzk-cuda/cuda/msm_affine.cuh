@@ -1,16 +1,23 @@
-// The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, G1 only.
+// The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, G1 only: an
+// experiment the benchmark runs beside sppark's XYZZ accumulate (MsmPath::DenseAffine); the
+// prover does not use it, because it is slower so far.
 //
-// Why: after the sort, every point is added to one bucket per window, and at 2^27 points that
-// step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each
+// The idea: after the sort, every point is added to one bucket per window, and at 2^27 points
+// that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each
 // bucket in XYZZ coordinates: 8 multiplications and 2 squarings a point. In affine coordinates
 // the same addition is
 //   λ = (y2 − y1)/(x2 − x1),   x3 = λ² − x1 − x2,   y3 = λ·(x1 − x3) − y1,
 // two multiplications and a squaring once 1/(x2 − x1) is known, and Montgomery's trick shares
 // one inversion among a batch of denominators for three multiplications each. So each thread
-// keeps SLOTS buckets in flight, takes the next point of every one of them, inverts the
+// keeps AFF_SLOTS buckets in flight, takes the next point of every one of them, inverts the
 // product of their denominators once (sppark's reciprocal, which pairs adjacent lanes), and
-// finishes the additions from the running products. About six multiplications a point, plus
-// a share of one inversion, instead of ten.
+// finishes the additions from the running products.
+//
+// Measured (BENCHMARKS.md, 2026-12-06, H100, 2^27 random scalars): the bucket step took 912 ms
+// with 16 slots and 1019 ms with 8, against 793 ms for sppark's accumulate. The inversion costs
+// tens of multiplications, so a batch of 16 still pays a few a point, and the slots (3 field
+// elements each) live in local memory, which at full occupancy is device memory traffic on
+// every step. A win needs far larger batches per inversion without that traffic.
 //
 // Work. A thread owns AFF_BUCKETS_PER_THREAD consecutive buckets of one window (about 2000
 // points at 2^27 points and 22-bit windows) and walks them through its slots: a slot that
@@ -44,9 +51,8 @@ static_assert(sizeof(aff_point_t) == sizeof(aff_affine_t::mem_t), "affine layout
 static const uint32_t AFF_BUCKETS_PER_THREAD = 32;
 static const uint32_t AFF_MAX_RUN = 1024;
 static const uint32_t AFF_BLOCK = 128;
-// Slots per thread in production, and the other count the benchmark compares it with.
-static const uint32_t AFF_SLOTS = 8;
-static const uint32_t AFF_SLOTS_WIDE = 16;
+// Buckets in flight per thread (16 was faster than 8 on the H100).
+static const uint32_t AFF_SLOTS = 16;
 
 // What one slot does in one step.
 enum aff_step_t : uint32_t { AFF_IDLE, AFF_ADD, AFF_DOUBLE, AFF_TAKE, AFF_KEEP, AFF_CANCEL };
@@ -220,16 +226,13 @@ static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint
 #endif
 }
 
-// Launches affine_accumulate with `slots` slots a thread (AFF_SLOTS or AFF_SLOTS_WIDE) on `s`.
-static void affine_accumulate_launch(uint32_t slots, cudaStream_t s, aff_bucket_t::mem_t* buckets, uint32_t nwins,
-                                     uint32_t wbits, const aff_affine_t::mem_t* points, vec2d_t<uint32_t> digits,
+// Launches affine_accumulate on `s`.
+static void affine_accumulate_launch(cudaStream_t s, aff_bucket_t::mem_t* buckets, uint32_t nwins, uint32_t wbits,
+                                     const aff_affine_t::mem_t* points, vec2d_t<uint32_t> digits,
                                      vec2d_t<uint32_t> hist)
 {
     const size_t threads = (size_t)nwins * ((1u << (wbits - 1)) / AFF_BUCKETS_PER_THREAD);
     const uint32_t blocks = (uint32_t)((threads + AFF_BLOCK - 1) / AFF_BLOCK);
-    if (slots == AFF_SLOTS_WIDE)
-        affine_accumulate<AFF_SLOTS_WIDE><<<blocks, AFF_BLOCK, 0, s>>>(buckets, nwins, wbits, points, digits, hist);
-    else
-        affine_accumulate<AFF_SLOTS><<<blocks, AFF_BLOCK, 0, s>>>(buckets, nwins, wbits, points, digits, hist);
+    affine_accumulate<AFF_SLOTS><<<blocks, AFF_BLOCK, 0, s>>>(buckets, nwins, wbits, points, digits, hist);
     CUDA_OK(cudaGetLastError());
 }

@@ -7,8 +7,8 @@
 // so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
 // window is private, so this file drives sppark's public kernels itself:
 //   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
-//   thread per bucket; in G1 our affine kernel instead, msm_affine.cuh) and batch_addition
-//   (window 0's first bucket, as msm_t does)
+//   thread per bucket; for benchmarks our affine kernel in G1, msm_affine.cuh) and
+//   batch_addition (window 0's first bucket, as msm_t does)
 // over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
 // parallel over the buckets of every window instead of one block per window.
 //
@@ -199,12 +199,12 @@ static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses, uint
 
 // Σ scalars[i]·points[i], i < n, both on the device, scalars in Montgomery form. Returns false,
 // having computed nothing, when declined; throws cuda_error on any other CUDA failure. `pause`
-// is called between steps when active (see the file comment). affine_slots: in G1, the
-// buckets are summed in affine coordinates with that many slots a thread (msm_affine.cuh);
-// 0, and always in G2, by sppark's accumulate.
+// is called between steps when active (see the file comment). affine: in G1, the buckets are
+// summed in affine coordinates (msm_affine.cuh); otherwise, and always in G2, by sppark's
+// accumulate.
 template<class bucket_t, class point_t, class affine_t>
 static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d_scalars, size_t n,
-                     point_t& out, pause_hook_t& pause, uint32_t affine_slots)
+                     point_t& out, pause_hook_t& pause, bool affine)
 {
     using bucket_h = typename bucket_t::mem_t;
     using affine_h = typename affine_t::mem_t;
@@ -284,8 +284,8 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         vec2d_t<uint32_t> group_digits{&d_digits[g][0], (uint32_t)stride};
         vec2d_t<uint32_t> group_hist{&d_hist[g][0], row};
         if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
-            if (affine_slots != 0) {
-                affine_accumulate_launch(affine_slots, s, buckets.ptr + (size_t)g * row, end - g, wbits, d_points,
+            if (affine) {
+                affine_accumulate_launch(s, buckets.ptr + (size_t)g * row, end - g, wbits, d_points,
                                          group_digits, group_hist);
                 if (end < nwins)
                     pause.at(s);

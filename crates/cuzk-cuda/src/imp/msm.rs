@@ -69,13 +69,11 @@ pub enum MsmPath {
     Sppark = 0,
     /// Witness scalars: split by value when it can be.
     Witness = 1,
-    /// Dense scalars: wide windows when it can be (device scalars, resident points), the G1
-    /// buckets summed in affine coordinates (cuda/msm_affine.cuh).
+    /// Dense scalars: wide windows when it can be (device scalars, resident points).
     Dense = 2,
-    /// [`MsmPath::Dense`] with sppark's XYZZ bucket sums (benchmarks and tests compare).
-    DenseXyzz = 3,
-    /// [`MsmPath::Dense`] with twice the affine slots a thread (benchmarks compare).
-    DenseWideSlots = 4,
+    /// [`MsmPath::Dense`] with the G1 buckets summed in affine coordinates
+    /// (cuda/msm_affine.cuh): benchmarks and tests only, slower than `Dense` so far.
+    DenseAffine = 3,
 }
 
 impl Scalars<'_> {

@@ -127,10 +127,10 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     }
 }
 
-/// The affine bucket sums of the wide path (cuda/msm_affine.cuh) meet every exception to the
-/// addition formula: a bucket holding a point twice (a doubling), a point and its negation
-/// (a sum at infinity, taken up again by the next point), points at infinity, and a bucket
-/// longer than the affine kernel takes (1024 points: summed in XYZZ by its thread).
+/// The affine bucket sums of the wide path (cuda/msm_affine.cuh, a benchmark path) meet every
+/// exception to the addition formula: a bucket holding a point twice (a doubling), a point and
+/// its negation (a sum at infinity, taken up again by the next point), points at infinity, and
+/// a bucket longer than the affine kernel takes (1024 points: summed in XYZZ by its thread).
 #[test]
 fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     let mut r = rng(13);
@@ -159,7 +159,7 @@ fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     let want = msm_g1(&pts, &sc);
     let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
     let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
-    for path in [MsmPath::Dense, MsmPath::DenseWideSlots, MsmPath::DenseXyzz, MsmPath::Sppark] {
+    for path in [MsmPath::DenseAffine, MsmPath::Dense, MsmPath::Sppark] {
         let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }, path).unwrap();
         assert_eq!(got, want, "{path:?}");
     }
