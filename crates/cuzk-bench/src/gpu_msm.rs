@@ -93,8 +93,8 @@ fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()>
         (None, true) => &[MsmPath::Dense],
         (None, false) => &[MsmPath::Dense, MsmPath::DenseAffine],
     };
-    let mut head = vec!["group".to_string(), "points".into(), "ones %".into(), "zeros %".into(), "dense".into()];
-    head.push("sppark ms (mean)".into());
+    let mut head: Vec<String> =
+        ["group", "points", "ones %", "zeros %", "dense", "sppark ms (mean)"].map(String::from).into();
     head.extend(paths.iter().map(|p| format!("{p:?} ms (mean)")));
     head.push("equal".into());
     let mut t = table(&head.iter().map(String::as_str).collect::<Vec<_>>());

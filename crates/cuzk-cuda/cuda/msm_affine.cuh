@@ -102,7 +102,6 @@ __device__ __forceinline__ static aff_step_t aff_classify(const fp_t& ax, const 
 // sppark's sort output for these windows (per window, point references sorted by bucket, and
 // each bucket's end offset). One thread per AFF_BUCKETS_PER_THREAD buckets; no thread returns
 // early, since every lane of a warp takes part in each inversion.
-template<uint32_t SLOTS>
 __launch_bounds__(AFF_BLOCK) __global__
 static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint32_t wbits,
                               const aff_affine_t::mem_t* points_, vec2d_t<uint32_t> digits,
@@ -120,12 +119,12 @@ static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint
     const uint32_t* refs = y < nwins ? &digits[y][0] : nullptr;
     aff_bucket_t::mem_t* out = buckets + (size_t)(y < nwins ? y : 0) * row;
 
-    fp_t ax[SLOTS], ay[SLOTS], prod[SLOTS];
-    uint32_t cur[SLOTS], end[SLOTS], bucket[SLOTS];
-    bool inf[SLOTS];
-    aff_step_t step[SLOTS];
+    fp_t ax[AFF_SLOTS], ay[AFF_SLOTS], prod[AFF_SLOTS];
+    uint32_t cur[AFF_SLOTS], end[AFF_SLOTS], bucket[AFF_SLOTS];
+    bool inf[AFF_SLOTS];
+    aff_step_t step[AFF_SLOTS];
     #pragma unroll 1
-    for (uint32_t s = 0; s < SLOTS; s++)
+    for (uint32_t s = 0; s < AFF_SLOTS; s++)
         cur[s] = end[s] = 0;
 
     #pragma unroll 1
@@ -134,7 +133,7 @@ static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint
         // AFF_MAX_RUN); the others are written out on the way.
         bool busy = false;
         #pragma unroll 1
-        for (uint32_t s = 0; s < SLOTS; s++) {
+        for (uint32_t s = 0; s < AFF_SLOTS; s++) {
             #pragma unroll 1
             while (cur[s] == end[s] && next < last) {
                 const uint32_t x = next++;
@@ -173,7 +172,7 @@ static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint
         // 0..s (1 where none).
         fp_t run = fp_t::one();
         #pragma unroll 1
-        for (uint32_t s = 0; s < SLOTS; s++) {
+        for (uint32_t s = 0; s < AFF_SLOTS; s++) {
             step[s] = AFF_IDLE;
             if (cur[s] < end[s]) {
                 fp_t den;
@@ -190,7 +189,7 @@ static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint
 
         // Backwards through the slots: inv is 1/prod[s] on entry to slot s.
         #pragma unroll 1
-        for (uint32_t s = SLOTS; s-- > 0;) {
+        for (uint32_t s = AFF_SLOTS; s-- > 0;) {
             if (step[s] == AFF_IDLE)
                 continue;
             const aff_point_t p = aff_load(points, refs[cur[s]]);
@@ -233,6 +232,6 @@ static void affine_accumulate_launch(cudaStream_t s, aff_bucket_t::mem_t* bucket
 {
     const size_t threads = (size_t)nwins * ((1u << (wbits - 1)) / AFF_BUCKETS_PER_THREAD);
     const uint32_t blocks = (uint32_t)((threads + AFF_BLOCK - 1) / AFF_BLOCK);
-    affine_accumulate<AFF_SLOTS><<<blocks, AFF_BLOCK, 0, s>>>(buckets, nwins, wbits, points, digits, hist);
+    affine_accumulate<<<blocks, AFF_BLOCK, 0, s>>>(buckets, nwins, wbits, points, digits, hist);
     CUDA_OK(cudaGetLastError());
 }

@@ -283,17 +283,17 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         CUDA_OK(cudaGetLastError());
         vec2d_t<uint32_t> group_digits{&d_digits[g][0], (uint32_t)stride};
         vec2d_t<uint32_t> group_hist{&d_hist[g][0], row};
+        bool launched = false;
         if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
             if (affine) {
                 affine_accumulate_launch(s, buckets.ptr + (size_t)g * row, end - g, wbits, d_points,
                                          group_digits, group_hist);
-                if (end < nwins)
-                    pause.at(s);
-                continue;
+                launched = true;
             }
         }
-        s.launch_coop(accumulate<bucket_t, affine_h>, {gpu.sm_count(), 0},
-                      buckets.ptr + (size_t)g * row, end - g, wbits, d_points, group_digits, group_hist, 0u);
+        if (!launched)
+            s.launch_coop(accumulate<bucket_t, affine_h>, {gpu.sm_count(), 0},
+                          buckets.ptr + (size_t)g * row, end - g, wbits, d_points, group_digits, group_hist, 0u);
         if (end < nwins)
             pause.at(s);
     }
