@@ -4,6 +4,10 @@
 //! with a `.INSECURE` marker beside it. The same circuit and `--seed` give the same files, and
 //! the same key a daemon builds in memory with `srs.generated` and `srs.generated_seed`.
 //!
+//! `--generator bellperson` writes bellperson's own generator's parameters instead (small
+//! circuits only: CPU, minutes at 8 MiB), to tell a peer's failure on cuzk's file from one on
+//! any file; they are INSECURE too, and marked so.
+//!
 //! The matrices come from the circuit's PCE cache file (`--pce-dir`), extracted and saved there
 //! if missing. Refuses to overwrite a parameter file that carries no marker of cuzk's own
 //! (INSECURE or SYNTHETIC): real parameters are never overwritten.
@@ -36,6 +40,16 @@ pub struct Args {
     /// PCE cache directory (default: <out>/pce).
     #[arg(long)]
     pce_dir: Option<PathBuf>,
+    /// Whose setup: cuzk's (the daemon's `srs.generated`), or bellperson's own generator
+    /// (`generate_random_parameters`, a ChaCha20 stream of --seed; not the same key as cuzk's).
+    #[arg(long, value_enum, default_value_t = Generator::Cuzk, conflicts_with = "vk_only")]
+    generator: Generator,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Generator {
+    Cuzk,
+    Bellperson,
 }
 
 pub fn run(args: &Args) -> Result<()> {
@@ -43,6 +57,18 @@ pub fn run(args: &Args) -> Result<()> {
     let files = param_files(&args.out, circuit)?;
     refuse_unmarked(&files)?;
     let start = Instant::now();
+    if args.generator == Generator::Bellperson {
+        let (files, p) = cuzk_filecoin::bellperson_setup::write(&args.out, circuit, args.seed)?;
+        println!(
+            "INSECURE parameters of {circuit} by bellperson's generator (seed {}): {} G1 + {} G2 points, written to {} in {}",
+            args.seed,
+            p.h.len() + p.l.len() + p.a.len() + p.b_g1.len() + p.vk.ic.len(),
+            p.b_g2.len(),
+            files.params.display(),
+            secs(start.elapsed())
+        );
+        return Ok(());
+    }
     let pce_dir = args.pce_dir.clone().unwrap_or_else(|| args.out.join("pce"));
     let (pc, source) = PceCache::new(pce_dir, args.out.clone()).get(circuit)?;
     let matrices = start.elapsed();

@@ -4,6 +4,9 @@
 //!
 //! Nothing in here proves: proving lives in `cuzk-groth16`, orchestration in `cuzk-core`.
 
+/// bellperson's own generator and writers (feature `fixtures`; always in this crate's tests).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod bellperson_setup;
 pub mod circuits;
 pub mod decode_pool;
 pub mod error;

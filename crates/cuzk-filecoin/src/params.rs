@@ -6,7 +6,8 @@
 //! out for filecoin-proofs works for cuzk unchanged.
 //!
 //! Generated parameters come from cuzk's own setup (`cuzk_pce::setup`) over the circuit's
-//! recorded R1CS, with a trapdoor from a seed anyone can reproduce: they prove and verify like
+//! recorded R1CS (or, for small circuits, from bellperson's own generator: `bellperson_setup`),
+//! with a trapdoor from a seed anyone can reproduce: they prove and verify like
 //! real ones but offer no security. Every such file gets a `<file>.params.INSECURE` marker
 //! beside it (cuzk loads marked files as insecure and says so), and the fixture directory is
 //! marked as test-only too.
@@ -16,10 +17,6 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-#[cfg(test)]
-use bellperson::groth16;
-#[cfg(test)]
-use blstrs::Bls12;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::{public_params, window_post_public_params, winning_post_public_params};
 use filecoin_proofs::with_shape;
@@ -95,7 +92,7 @@ fn snap_identifier<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64) -> Result
 /// SnapDeals circuits are only defined over Poseidon trees; every shape `with_shape!` picks is
 /// one, but the generic bound must say so. This maps a shape onto the same shape with the
 /// update's hasher spelled out.
-type SnapTree<Tree> = storage_proofs_core::merkle::LCTree<
+pub(crate) type SnapTree<Tree> = storage_proofs_core::merkle::LCTree<
     storage_proofs_update::constants::TreeRHasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,
@@ -123,7 +120,7 @@ pub fn generate_test_params(dir: &Path, circuit: CircuitId, rng: &mut (impl RngC
 /// `.params.INSECURE` marker, and the subgroup-check sidecar (every point is a multiple of the
 /// generator, so the first load need not spend minutes checking what was just written).
 pub fn write_generated(files: &ParamFiles, srs: &cuzk_groth16::Srs, what: &str) -> Result<()> {
-    mark_insecure(&files.params, what)?;
+    mark_insecure(&files.params, &format!("{what} (cuzk's own setup)"))?;
     write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(&srs.vk, w))?;
     write_atomically(&files.params, |w| cuzk_groth16::srs::write_params(srs, w))?;
     cuzk_groth16::srs::mark_checked(&files.params);
@@ -133,13 +130,13 @@ pub fn write_generated(files: &ParamFiles, srs: &cuzk_groth16::Srs, what: &str) 
 /// Write only the verifying key of generated parameters (what filecoin-proofs' verifiers read),
 /// with the same marker beside it.
 pub fn write_generated_vk(files: &ParamFiles, vk: &cuzk_groth16::VerifyingKey, what: &str) -> Result<()> {
-    mark_insecure(&files.vk, what)?;
+    mark_insecure(&files.vk, &format!("{what} (cuzk's own setup)"))?;
     write_atomically(&files.vk, |w| cuzk_groth16::srs::write_vk(vk, w))
 }
 
 /// The `<file>.INSECURE` marker beside `file` (its directory made if needed), written before
 /// the file itself so that no reader ever sees the file unmarked.
-fn mark_insecure(file: &Path, what: &str) -> Result<()> {
+pub(crate) fn mark_insecure(file: &Path, what: &str) -> Result<()> {
     if let Some(dir) = file.parent() {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -149,11 +146,14 @@ fn mark_insecure(file: &Path, what: &str) -> Result<()> {
 }
 
 /// What every marker of generated parameters says.
-pub const INSECURE_MARKER_TEXT: &str = "INSECURE generated Groth16 parameters: made by cuzk's own setup from a \
+pub const INSECURE_MARKER_TEXT: &str = "INSECURE generated Groth16 parameters: made from a \
 publicly known seed, NOT the Filecoin trusted-setup ceremony. Anyone can forge proofs that verify \
 against them. For tests and benchmarks only.\n";
 
-fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) -> std::io::Result<()>) -> Result<()> {
+pub(crate) fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
     let tmp = path.with_extension(format!("{}.partial", path.extension().and_then(|e| e.to_str()).unwrap_or("tmp")));
     let file = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let mut w = BufWriter::with_capacity(8 << 20, file);
@@ -163,9 +163,6 @@ fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<fs::File>) ->
     fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))?;
     Ok(())
 }
-
-#[cfg(test)]
-type Params = groth16::Parameters<Bls12>;
 
 /// The blank circuit of `circuit` (no witness values): what parameters are generated from,
 /// and what PCE records the constraint structure of.
@@ -207,59 +204,6 @@ fn snap_blank<Tree: 'static + MerkleTreeTrait>(sector_bytes: u64) -> Result<Box<
 }
 
 #[cfg(test)]
-fn porep_generate<Tree: 'static + MerkleTreeTrait>(
-    cfg: &filecoin_proofs::PoRepConfig,
-    rng: &mut (impl RngCore + Send),
-) -> Result<Params> {
-    let pp = public_params::<Tree>(cfg)?;
-    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::blank_circuit(&pp);
-    Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
-}
-
-#[cfg(test)]
-fn winning_generate<Tree: 'static + MerkleTreeTrait>(
-    cfg: &filecoin_proofs::PoStConfig,
-    rng: &mut (impl RngCore + Send),
-) -> Result<Params> {
-    let pp = winning_post_public_params::<Tree>(cfg)?;
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
-    Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
-}
-
-#[cfg(test)]
-fn window_generate<Tree: 'static + MerkleTreeTrait>(
-    cfg: &filecoin_proofs::PoStConfig,
-    rng: &mut (impl RngCore + Send),
-) -> Result<Params> {
-    let pp = window_post_public_params::<Tree>(cfg)?;
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
-    Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
-}
-
-#[cfg(test)]
-fn snap_generate<Tree: 'static + MerkleTreeTrait>(
-    sector_bytes: u64,
-    rng: &mut (impl RngCore + Send),
-) -> Result<Params> {
-    let pp = storage_proofs_update::PublicParams::from_sector_size(sector_bytes);
-    let circuit = <EmptySectorUpdateCompound<SnapTree<Tree>> as CompoundProof<_, _>>::blank_circuit(&pp);
-    Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
-}
-
-/// bellperson's own generator for `circuit`: what the generated setup is compared against.
-#[cfg(test)]
-fn bellperson_params(circuit: CircuitId, rng: &mut (impl RngCore + Send)) -> Result<Params> {
-    let reg = circuit.representative();
-    let size = reg.sector_size().bytes();
-    match reg {
-        Registered::Seal(p) => with_shape!(size, porep_generate, &p.as_v1_config(), &mut *rng),
-        Registered::Winning(p) => with_shape!(size, winning_generate, &p.as_v1_config(), &mut *rng),
-        Registered::Window(p) => with_shape!(size, window_generate, &p.as_v1_config(), &mut *rng),
-        Registered::Update(_) => with_shape!(size, snap_generate, size, &mut *rng),
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
@@ -273,7 +217,7 @@ mod tests {
         for id in ["wpost-2k", "winning-2k"] {
             let circuit = CircuitId::parse(id).unwrap();
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
-            let theirs = bellperson_params(circuit, &mut rng).unwrap();
+            let theirs = crate::bellperson_setup::generate(circuit, &mut rng).unwrap();
             let pc = blank_circuit(circuit).unwrap().extract().unwrap();
             let ours = cuzk_pce::setup::generate_srs(&pc, 1, id).unwrap();
             let lens = [ours.h.len(), ours.l.len(), ours.a.len(), ours.b_g1.len(), ours.b_g2.len(), ours.vk.ic.len()];
@@ -291,19 +235,22 @@ mod tests {
 
     /// A `.params` file written by bellperson's own generator and writer (what the ceremony
     /// files are) loads both ways — decoded on the host, and streamed through the chunked
-    /// reader the devices are fed by — to bellperson's points, every one subgroup-checked.
+    /// reader the devices are fed by — to bellperson's points, every one subgroup-checked, and
+    /// as insecure: `bellperson_setup::write` marks it so.
     #[test]
     fn a_params_file_written_by_bellperson_loads_on_the_host_and_streamed() {
         use cuzk_groth16::srs_sink::Collect;
         use cuzk_groth16::{Srs, SubgroupCheck};
         let circuit = CircuitId::parse("winning-2k").unwrap();
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
-        let theirs = bellperson_params(circuit, &mut rng).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("winning-2k.params");
-        let mut f = std::io::BufWriter::new(fs::File::create(&path).unwrap());
-        theirs.write(&mut f).unwrap();
-        drop(f);
+        // Written as `cuzk-bench gen-setup --generator bellperson` writes it.
+        let (files, theirs) = crate::bellperson_setup::write(dir.path(), circuit, 2).unwrap();
+        let path = files.params;
+        assert!(
+            cuzk_groth16::srs::insecure_marker(&path).exists()
+                && cuzk_groth16::srs::insecure_marker(&files.vk).exists()
+        );
+        assert_eq!(cuzk_groth16::srs::load_verifying_key(&files.vk).unwrap().ic.len(), theirs.vk.ic.len());
         let host = Srs::load_with_records(&path, SubgroupCheck::Always, Some(dir.path())).unwrap();
         assert!(host.h[..] == theirs.h[..] && host.l[..] == theirs.l[..] && host.a[..] == theirs.a[..]);
         assert!(host.b_g1[..] == theirs.b_g1[..] && host.b_g2[..] == theirs.b_g2[..]);
@@ -321,7 +268,7 @@ mod tests {
             got.h == host.h && got.l == host.l && got.a == host.a && got.b_g1 == host.b_g1 && got.b_g2 == host.b_g2
         );
         assert_eq!(streamed.vk, host.vk);
-        assert!(streamed.points_released() && !streamed.insecure, "no marker: loaded as what it is");
+        assert!(streamed.points_released() && streamed.insecure, "its .INSECURE marker is honoured");
     }
 
     /// At 8 MiB too, the streamed load hands over exactly the host load's key: a WindowPoSt
