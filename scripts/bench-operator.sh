@@ -17,9 +17,11 @@
 #       preloaded (PoRep from the file, the PoSt circuits generated), left running. OP_STARTS
 #       picks and orders these starts (below).
 #   scripts/bench-operator.sh BIN_DIR prove     one PoRep alone, then a PoRep stream (N proofs at concurrency J,
-#       defaults 6 and 3) with WindowPoSt partitions (WN, default 3, every WGAP s) and WinningPoSt
-#       proofs (NN, default 10, every 4 s) beside it; every proof verified by the daemon, the
-#       first of each kind also by filecoin-proofs; s/proof, latencies, host RSS and device
+#       defaults 10 and 3) with WindowPoSt partitions (WN, default 3, every WGAP s from WDELAY s,
+#       default 90) and WinningPoSt proofs (NN, default 10, every 4 s from NDELAY s, default 80)
+#       beside it — late enough that ~4 PoRep proofs finish first, so the summary gives the
+#       stream's steady state with the PoSt circuits loaded but idle, and with PoSt work; every
+#       proof verified by the daemon, the first of each kind also by filecoin-proofs; s/proof, latencies, host RSS and device
 #       memory while proving. Stops the daemon.
 #   scripts/bench-operator.sh BIN_DIR run       start, then prove (a machine without the limit).
 #
@@ -157,7 +159,7 @@ start() {
 }
 
 prove() {
-    local n=${N:-6} j=${J:-3} pid port
+    local n=${N:-10} j=${J:-3} pid port
     pid=$(cat "$pidfile") || { echo "no daemon: run the start phase first"; exit 1; }
     port=$(cat "$portfile")
     kill -0 "$pid" || { echo "the daemon is gone"; tail -20 "$out/daemon-all.log"; exit 1; }
@@ -190,9 +192,9 @@ $(grep -c 'filecoin-proofs verify.* valid' "$out/$1-$2.log") $t1" >> "$out/laten
     local wn=0 nn=0
     serves wpost-32g && wn=${WN:-3}
     serves winning-32g && nn=${NN:-10}
-    ( sleep "${WDELAY:-30}"; for i in $(seq "$wn"); do one wpost "$i" "$wpost_inputs"; sleep "${WGAP:-20}"; done ) &
+    ( sleep "${WDELAY:-90}"; for i in $(seq "$wn"); do one wpost "$i" "$wpost_inputs"; sleep "${WGAP:-20}"; done ) &
     local wloop=$!
-    ( sleep "${NDELAY:-20}"; for i in $(seq "$nn"); do one winning "$i" "$winning_inputs"; sleep 4; done ) &
+    ( sleep "${NDELAY:-80}"; for i in $(seq "$nn"); do one winning "$i" "$winning_inputs"; sleep 4; done ) &
     local nloop=$!
     wait "$stream" "$wloop" "$nloop"
     local t1; t1=$(date +%s.%N)
@@ -203,8 +205,8 @@ $(grep -c 'filecoin-proofs verify.* valid' "$out/$1-$2.log") $t1" >> "$out/laten
     stop_daemon
     # Seconds into the stream of the first PoSt request (none: past any proof's end).
     local post_delay=1000000000
-    ((wn > 0 && ${WDELAY:-30} < post_delay)) && post_delay=${WDELAY:-30}
-    ((nn > 0 && ${NDELAY:-20} < post_delay)) && post_delay=${NDELAY:-20}
+    ((wn > 0 && ${WDELAY:-90} < post_delay)) && post_delay=${WDELAY:-90}
+    ((nn > 0 && ${NDELAY:-80} < post_delay)) && post_delay=${NDELAY:-80}
     python3 - "$out" "$t0" "$t1" "$post_delay" <<'PY'
 import sys
 out, t0, t1, post_delay = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
