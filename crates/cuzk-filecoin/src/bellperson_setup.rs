@@ -22,7 +22,7 @@ use rand::{RngCore, SeedableRng};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked::StackedCompound;
-use storage_proofs_post::fallback::FallbackPoStCompound;
+use storage_proofs_post::fallback::{self, FallbackPoStCompound};
 use storage_proofs_update::EmptySectorUpdateCompound;
 
 use crate::params::{mark_insecure, param_files, write_atomically, ParamFiles, SnapTree};
@@ -70,17 +70,22 @@ fn winning_generate<Tree: 'static + MerkleTreeTrait>(
     cfg: &filecoin_proofs::PoStConfig,
     rng: &mut (impl RngCore + Send),
 ) -> Result<Params> {
-    let pp = winning_post_public_params::<Tree>(cfg)?;
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
-    Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
+    post_generate::<Tree>(&winning_post_public_params::<Tree>(cfg)?, rng)
 }
 
 fn window_generate<Tree: 'static + MerkleTreeTrait>(
     cfg: &filecoin_proofs::PoStConfig,
     rng: &mut (impl RngCore + Send),
 ) -> Result<Params> {
-    let pp = window_post_public_params::<Tree>(cfg)?;
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(&pp);
+    post_generate::<Tree>(&window_post_public_params::<Tree>(cfg)?, rng)
+}
+
+/// WinningPoSt and WindowPoSt are one circuit (FallbackPoSt) with different public parameters.
+fn post_generate<Tree: 'static + MerkleTreeTrait>(
+    pp: &fallback::PublicParams,
+    rng: &mut (impl RngCore + Send),
+) -> Result<Params> {
+    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::blank_circuit(pp);
     Ok(groth16::generate_random_parameters::<Bls12, _, _>(circuit, rng)?)
 }
 
