@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> Result<()> {
     refuse_unmarked(&files)?;
     let start = Instant::now();
     if args.generator == Generator::Bellperson {
-        let (files, p) = cuzk_filecoin::bellperson_setup::write(&args.out, circuit, args.seed)?;
+        let p = cuzk_filecoin::bellperson_setup::write(&files, circuit, args.seed)?;
         println!(
             "INSECURE parameters of {circuit} by bellperson's generator (seed {}): {} G1 + {} G2 points, written to {} in {}",
             args.seed,

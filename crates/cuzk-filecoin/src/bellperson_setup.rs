@@ -25,7 +25,7 @@ use storage_proofs_porep::stacked::StackedCompound;
 use storage_proofs_post::fallback::{self, FallbackPoStCompound};
 use storage_proofs_update::EmptySectorUpdateCompound;
 
-use crate::params::{mark_insecure, param_files, write_atomically, ParamFiles, SnapTree};
+use crate::params::{mark_insecure, write_atomically, ParamFiles, SnapTree};
 use crate::registry::{CircuitId, Registered};
 
 pub type Params = groth16::Parameters<Bls12>;
@@ -42,11 +42,10 @@ pub fn generate(circuit: CircuitId, rng: &mut (impl RngCore + Send)) -> Result<P
     }
 }
 
-/// Generate `circuit`'s parameters with a ChaCha20 stream of `seed` and write them into `dir`
-/// under filecoin-proofs' file names (`.vk`, then `.params`, each after its `.INSECURE`
-/// marker). Returns the files and the parameters written.
-pub fn write(dir: &std::path::Path, circuit: CircuitId, seed: u64) -> Result<(ParamFiles, Params)> {
-    let files = param_files(dir, circuit)?;
+/// Generate `circuit`'s parameters with a ChaCha20 stream of `seed` and write them as `files`
+/// (`param_files` of the directory: `.vk`, then `.params`, each after its `.INSECURE` marker).
+/// Returns the parameters written.
+pub fn write(files: &ParamFiles, circuit: CircuitId, seed: u64) -> Result<Params> {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let params = generate(circuit, &mut rng).with_context(|| format!("bellperson's setup of {circuit}"))?;
     let what = format!("{circuit}, seed {seed} (bellperson's generate_random_parameters, ChaCha20)");
@@ -54,7 +53,7 @@ pub fn write(dir: &std::path::Path, circuit: CircuitId, seed: u64) -> Result<(Pa
     mark_insecure(&files.params, &what)?;
     write_atomically(&files.vk, |w| params.vk.write(w))?;
     write_atomically(&files.params, |w| params.write(w))?;
-    Ok((files, params))
+    Ok(params)
 }
 
 fn porep_generate<Tree: 'static + MerkleTreeTrait>(

@@ -244,8 +244,9 @@ mod tests {
         let circuit = CircuitId::parse("winning-2k").unwrap();
         let dir = tempfile::tempdir().unwrap();
         // Written as `cuzk-bench gen-setup --generator bellperson` writes it.
-        let (files, theirs) = crate::bellperson_setup::write(dir.path(), circuit, 2).unwrap();
-        let path = files.params;
+        let files = param_files(dir.path(), circuit).unwrap();
+        let theirs = crate::bellperson_setup::write(&files, circuit, 2).unwrap();
+        let path = files.params.clone();
         assert!(
             cuzk_groth16::srs::insecure_marker(&path).exists()
                 && cuzk_groth16::srs::insecure_marker(&files.vk).exists()
@@ -269,6 +270,13 @@ mod tests {
         );
         assert_eq!(streamed.vk, host.vk);
         assert!(streamed.points_released() && streamed.insecure, "its .INSECURE marker is honoured");
+        // Without the marker (a ceremony file has none) the same file loads as what it is.
+        fs::remove_file(cuzk_groth16::srs::insecure_marker(&path)).unwrap();
+        let unmarked =
+            cuzk_groth16::srs_stream::load_into(&path, SubgroupCheck::Skip, Some(dir.path()), &Collect::default())
+                .unwrap()
+                .expect("taken");
+        assert!(!unmarked.insecure, "no marker: loaded as what it is");
     }
 
     /// At 8 MiB too, the streamed load hands over exactly the host load's key: a WindowPoSt
