@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The peer side of the benchmarks (issues #6, #38): filecoin-proofs' own provers with
-# bellperson's SupraSeal prover (`cuzk-peer-c2`, built by scripts/build-peer.sh) — PoRep C2,
+# bellperson's SupraSeal prover, or with bellperson's own CUDA prover (`cuzk-peer-c2`, built by
+# scripts/build-peer.sh; PEER_PROVER=gpu for the latter; its JSON names which) — PoRep C2,
 # WinningPoSt or one WindowPoSt partition, as Curio calls them without a daemon — on the same
 # inputs and parameters as cuzk's run (scripts/bench-throughput.sh).
 #
@@ -116,7 +117,7 @@ for line in open(sys.argv[1]):
     rss = f"; peak RSS {r['peak_rss_bytes'] / 2**30:.1f} GiB" if r.get("peak_rss_bytes") else ""
     print(f"peer run {r['run']}: {r['wall_s']:.2f} s{split}, {load}{rss}: {r['result']}" + (f" — {r['error'][:300]}" if r.get("error") else ""))
 PY
-grep -E "synthesis time|prover time|SupraSeal|read parameters|error|panicked" "$res/peer-stderr.log" | cut -c1-300 | head -16
+grep -E "synthesis time|prover time|SupraSeal|read parameters|working device|error|panicked" "$res/peer-stderr.log" | cut -c1-300 | head -16
 if [[ -n $smi ]]; then
     kill $smi 2>/dev/null; smi=
     python3 - "$res/peer-nvidia-smi.csv" <<'PY'

@@ -220,7 +220,7 @@ wall = end - start
 finished = len(done)
 print(f"proofs: {finished} of {n} finished, wall {wall:.1f} s" + (f", {wall / finished:.2f} s/proof overall" if finished else ""))
 if done:
-    print(f"first proof after {done[0] - start:.1f} s (single-proof latency when J > 1 includes sharing the machine)")
+    print(f"first proof after {done[0] - start:.2f} s (single-proof latency when J > 1 includes sharing the machine)")
 if len(done) >= 2:
     print(f"steady state {(done[-1] - done[0]) / (len(done) - 1):.2f} s/proof (between completions)")
 mem = st["memory"]

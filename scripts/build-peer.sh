@@ -6,7 +6,9 @@
 #   scripts/build-peer.sh [OUT_DIR]       (default: devcarry; needs the nvcc of install-cuda-toolchain.sh)
 #
 # PEER_CUDA_ARCH picks the GPU generation (default 90: H100/H200), PEER_CUDA_MAJOR the toolkit
-# (13, the default, or 12). Why each step:
+# (13, the default, or 12), PEER_PROVER the prover: supraseal (the default: bellperson with
+# SupraSeal, as Curio runs it) or gpu (bellperson's own CUDA prover, as Lotus runs without
+# FFI_USE_CUDA_SUPRASEAL). Why each step:
 # - storage-proofs-core's `cuda-supraseal` feature (the one filecoin-proofs' `cuda-supraseal`
 #   turns on) also turns on bellperson's and neptune's `cuda` features, whose crates link the
 #   CUDA *driver* library (libcuda.so.1) at build time. A machine without a GPU driver has no
@@ -55,7 +57,10 @@ export NVCC="$stub_dir/nvcc-sm$arch"
 root=$PWD
 src=target/peer-src
 # One target directory per toolkit: objects nvcc made for one must not link into the other.
+prover=${PEER_PROVER:-supraseal}
+[[ $prover == supraseal || $prover == gpu ]] || { echo "PEER_PROVER: supraseal or gpu" >&2; exit 2; }
 target=target/peer; [[ ${PEER_CUDA_MAJOR:-13} == 13 ]] || target=target/peer-cuda${PEER_CUDA_MAJOR}
+[[ $prover == supraseal ]] || target=$target-$prover
 rm -rf "$src" && mkdir -p "$src"
 tar -cf - --exclude=./target --exclude=./.git --exclude='./dev*' . | tar -xf - -C "$src"
 (
@@ -64,7 +69,7 @@ tar -cf - --exclude=./target --exclude=./.git --exclude='./dev*' . | tar -xf - -
     grep -q '^sppark = { version = "=0.1.11"' Cargo.toml || { echo "build-peer: no workspace sppark line to pin" >&2; exit 1; }
     cargo update -q -p supraseal-c2 --precise 0.1.1
     cargo update -q -p sppark --precise 0.1.11
-    cargo build --release -p cuzk-peer --features supraseal --target-dir "$root/$target"
+    cargo build --release -p cuzk-peer --features "$prover" --target-dir "$root/$target"
 )
 mkdir -p "$out"
 strip -o "$out/cuzk-peer-c2" "$target/release/cuzk-peer-c2"

@@ -3,8 +3,8 @@
 //! (`seal_commit_phase2`, `--kind porep`, the default), WinningPoSt
 //! (`generate_winning_post_with_vanilla`, `--kind winning`) and one WindowPoSt partition
 //! (`generate_single_window_post_with_vanilla`, `--kind wpost`). Built with the `supraseal`
-//! feature, bellperson hands every proof to SupraSeal's CUDA prover (supraseal-c2); without it,
-//! to bellperson's CPU prover.
+//! feature, bellperson hands every proof to SupraSeal's CUDA prover (supraseal-c2); with `gpu`,
+//! to its own CUDA prover (ec-gpu kernels); with neither, to its CPU prover.
 //!
 //! Inputs: PoRep takes the same C1 file as `cuzk-bench single` (`--c1`: Curio's envelope or the
 //! bare JSON); PoSt takes a directory written by `cuzk-bench gen-consistent --circuit winning-…`
@@ -117,8 +117,13 @@ fn main() {
         // is after this line; nothing else runs yet, so setting it here is race-free.
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
     }
-    let prover =
-        if cfg!(feature = "supraseal") { "filecoin-proofs + supraseal-c2" } else { "filecoin-proofs (bellperson CPU)" };
+    let prover = if cfg!(feature = "supraseal") {
+        "filecoin-proofs + supraseal-c2"
+    } else if cfg!(feature = "gpu") {
+        "filecoin-proofs + bellperson CUDA"
+    } else {
+        "filecoin-proofs (bellperson CPU)"
+    };
     let mut failed = 0;
     for run in 1..=args.runs {
         // Each run's own peak: the parameters stay resident after run 1, so later peaks still
