@@ -18,8 +18,8 @@
 #   architectures nvcc 13 no longer has, so EC_GPU_CUDA_NVCC_ARGS names ours.
 # - supraseal-c2's build script asks nvcc for sm_80 code and no sm_90 (0.1.2's goes through
 #   sppark's nvcc command, likewise); without sm_90 SASS the H200 would JIT-compile PTX on
-#   first use. CXXFLAGS would also reach
-#   g++ (which rejects -gencode), so NVCC points at a wrapper that adds our architecture.
+#   first use. CXXFLAGS would also reach g++ (which rejects -gencode), so NVCC points at a
+#   wrapper that adds our architecture.
 # - supraseal-c2 0.1.1 on sppark 0.1.11, the pair Lotus ships (filecoin-ffi pins them after
 #   lotus#13634: sppark 0.1.12 and later leak GPU memory under SupraSeal). The two supraseal-c2
 #   versions carry the same CUDA sources; the workspace alone would resolve supraseal-c2 0.1.2
@@ -32,9 +32,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-devcarry}"
 arch="${PEER_CUDA_ARCH:-90}"
-# PEER_CUDA_MAJOR picks the toolkit (13, the default, or 12: nvcc 12.4). CUZK_CUDA_MAJOR,
-# which picks cuzk's own build, does not change the peer's.
-eval "$(scripts/install-cuda-toolchain.sh --cuda "${PEER_CUDA_MAJOR:-13}" --env)"
+# CUZK_CUDA_MAJOR, which picks cuzk's own build, does not change the peer's toolkit.
+major="${PEER_CUDA_MAJOR:-13}"
+prover="${PEER_PROVER:-supraseal}"
+[[ $prover == supraseal || $prover == gpu ]] || { echo "PEER_PROVER: supraseal or gpu" >&2; exit 2; }
+eval "$(scripts/install-cuda-toolchain.sh --cuda "$major" --env)"
 
 # cuda-driver-sys searches <each CUDA_LIBRARY_PATH entry>/lib64/stubs, as in a CUDA install.
 stub_dir="$CUDA_PATH/lib64/stubs"
@@ -56,10 +58,9 @@ chmod +x "$stub_dir/nvcc-sm$arch"
 export NVCC="$stub_dir/nvcc-sm$arch"
 root=$PWD
 src=target/peer-src
-# One target directory per toolkit: objects nvcc made for one must not link into the other.
-prover=${PEER_PROVER:-supraseal}
-[[ $prover == supraseal || $prover == gpu ]] || { echo "PEER_PROVER: supraseal or gpu" >&2; exit 2; }
-target=target/peer; [[ ${PEER_CUDA_MAJOR:-13} == 13 ]] || target=target/peer-cuda${PEER_CUDA_MAJOR}
+# One target directory per toolkit and prover: objects nvcc made for one build must not link
+# into another.
+target=target/peer; [[ $major == 13 ]] || target=target/peer-cuda$major
 [[ $prover == supraseal ]] || target=$target-$prover
 rm -rf "$src" && mkdir -p "$src"
 tar -cf - --exclude=./target --exclude=./.git --exclude='./dev*' . | tar -xf - -C "$src"

@@ -68,6 +68,7 @@ static void *wrap(const char *sym, void *real) {
     if (!strcmp(sym, "cuFuncGetName")) r_name = real;
     return real;
 }
+// cuGetProcAddress (before CUDA 12.0) takes no status argument; the extra one passed on is ignored.
 static CUresult w_gpa(const char *sym, void **pfn, int ver, uint64_t flags, void *status) {
     CUresult r = r_gpa(sym, pfn, ver, flags, status);
     if (r == 0 && pfn) *pfn = wrap(sym, *pfn);
