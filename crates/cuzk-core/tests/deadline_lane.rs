@@ -1,11 +1,11 @@
 //! The deadline lane (CPU backend, 2 KiB work): a WinningPoSt or WindowPoSt submitted while
 //! every general prover worker is stuck in PoRep partitions, with more PoRep queued behind,
-//! is proved, verified and returned anyway — by the lane's own workers — and the PoRep work
-//! completes once it may. Nor does a parameter load that hangs, or a backlog of 100 PoRep
-//! jobs, hold the lane up. Without the lane the same WinningPoSt waits for the PoRep. A
-//! WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical lane), and
-//! runs its parallel work on the critical lane's private rayon pools while every thread of
-//! the global pool is busy.
+//! is proved, verified and returned anyway — by the lane's own workers. Nor does a parameter
+//! load that hangs, or a backlog of 100 PoRep jobs, hold the lane up. Without the lane the
+//! same WinningPoSt waits for the PoRep, and both are proved and verified once the PoRep may
+//! go on. A WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical
+//! lane), and runs its parallel work on the critical lane's private rayon pools while every
+//! thread of the global pool is busy.
 
 mod common;
 
@@ -24,10 +24,23 @@ use parking_lot::{Condvar, Mutex};
 /// The CPU prover, except that work less urgent than `passes` waits at a gate until it opens:
 /// the workers proving it are busy for as long as the test wants.
 struct GatedProver {
-    open: Mutex<bool>,
+    gate: Mutex<Gate>,
     opened: Condvar,
     held: AtomicUsize,
     passes: Urgency,
+}
+
+/// What becomes of the work that waits at the gate.
+#[derive(Clone, Copy, PartialEq)]
+enum Gate {
+    Shut,
+    /// It is proved.
+    Open,
+    /// Deadline work is proved; PoRep work (NORMAL urgency) fails at once instead. For tests
+    /// whose PoRep only had to keep a prover busy: a 2 KiB PoRep costs CI ~30 s to prove, and
+    /// that a PoRep held at the gate is proved once it opens is shown once, by
+    /// `without_the_lane_a_winning_post_waits_for_the_porep`.
+    DropPoRep,
 }
 
 impl Default for GatedProver {
@@ -39,11 +52,20 @@ impl Default for GatedProver {
 
 impl GatedProver {
     fn passing(passes: Urgency) -> Self {
-        GatedProver { open: Mutex::new(false), opened: Condvar::new(), held: AtomicUsize::new(0), passes }
+        GatedProver { gate: Mutex::new(Gate::Shut), opened: Condvar::new(), held: AtomicUsize::new(0), passes }
     }
 
     fn open(&self) {
-        *self.open.lock() = true;
+        self.set(Gate::Open);
+    }
+
+    /// Open, but fail the PoRep work held here (see [`Gate::DropPoRep`]).
+    fn open_dropping_porep(&self) {
+        self.set(Gate::DropPoRep);
+    }
+
+    fn set(&self, gate: Gate) {
+        *self.gate.lock() = gate;
         self.opened.notify_all();
     }
 }
@@ -62,9 +84,15 @@ impl ProverBackend for GatedProver {
     ) -> Result<(Proof, ProveTimings), ProveError> {
         if label.urgency < self.passes {
             self.held.fetch_add(1, Ordering::SeqCst);
-            let mut open = self.open.lock();
-            while !*open {
-                self.opened.wait(&mut open);
+            let mut gate = self.gate.lock();
+            while *gate == Gate::Shut {
+                self.opened.wait(&mut gate);
+            }
+            if *gate == Gate::DropPoRep && label.urgency == Urgency::Normal {
+                return Err(ProveError::Backend {
+                    backend: self.name(),
+                    message: format!("{}: dropped at the gate, not proved", label.job_id),
+                });
             }
         }
         CpuBackend.prove(srs, a, rs, label)
@@ -114,7 +142,7 @@ fn deadline_proofs_pass_a_prover_stuck_in_porep_and_a_porep_backlog() {
     let backend = Arc::new(GatedProver::default());
     let s = scheduler(true, backend.clone());
     // One PoRep held in the prover and one queued behind it (the 100-job backlog is the
-    // third test's; each PoRep proved here costs CI ~30 s once the gate opens).
+    // last test's).
     let porep = busy_with_porep(&s, &backend, 1);
 
     for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
@@ -128,14 +156,14 @@ fn deadline_proofs_pass_a_prover_stuck_in_porep_and_a_porep_backlog() {
         "the PoRep work was still held at the gate while the deadline proofs ran"
     );
 
-    backend.open();
+    // The PoRep work was only there to hold the general prover: it is cancelled, not proved
+    // (see `Gate::DropPoRep`).
     for job in &porep {
-        assert_verified(
-            &wait(&s, job, Duration::from_secs(900)).expect("PoRep finishes once the gate opens"),
-            ProofKind::PoRepSealCommit,
-        );
+        s.cancel(job).unwrap();
     }
+    backend.open_dropping_porep();
     s.shutdown(Duration::from_secs(30));
+    assert!(porep.iter().all(|j| s.job(j).unwrap().phase() == Phase::Cancelled));
 }
 
 #[test]
@@ -166,10 +194,13 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
     let r = wait(&s, &job, Duration::from_secs(300)).expect("the WinningPoSt waited for the WindowPoSt or the PoRep");
     assert_verified(&r, ProofKind::WinningPost);
     assert_ne!(s.job(&window).unwrap().phase(), Phase::Completed, "the WindowPoSt was still held at the gate");
-    backend.open();
+    // The WindowPoSt held at the gate is proved once it opens; the PoRep only held the general
+    // prover and is cancelled instead (see `Gate::DropPoRep`).
+    s.cancel(&porep[0]).unwrap();
+    backend.open_dropping_porep();
     assert_verified(&wait(&s, &window, Duration::from_secs(300)).unwrap(), ProofKind::WindowPostPartition);
-    assert_verified(&wait(&s, &porep[0], Duration::from_secs(900)).unwrap(), ProofKind::PoRepSealCommit);
     s.shutdown(Duration::from_secs(30));
+    assert_eq!(s.job(&porep[0]).unwrap().phase(), Phase::Cancelled);
 }
 
 /// The critical lane's private rayon pools: a WinningPoSt is synthesized, proved and
