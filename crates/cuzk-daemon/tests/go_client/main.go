@@ -17,6 +17,10 @@
 // With CUZK_TOKEN set, every call carries `authorization: Bearer <token>` (daemon.auth_token,
 // which the daemon requires on TCP). Curio itself sends none; the socket's group guards it.
 //
+// With -deadline-only, only the WinningPoSt and the WindowPoSt deadline are sent (the Rust test's
+// second daemon: what it is there for is the transport and the token, which the PoRep and
+// SnapDeals calls, the costliest proofs, go through just as these do).
+//
 // Inputs come from the 2 KiB fixture set (-fixtures DIR). Each proof is written to -out DIR as
 // <name>.proof, and every call to <out>/calls.json (name, request id, job id), for the Rust
 // test to check and to verify with filecoin-proofs. A refused call, a status other than
@@ -99,10 +103,11 @@ func main() {
 	addr := flag.String("addr", "", "daemon address: unix:///abs/path or host:port")
 	fixtures := flag.String("fixtures", "/var/tmp/cuzk-fixtures-2k", "the 2 KiB fixture set")
 	out := flag.String("out", "", "directory for <name>.proof and calls.json")
+	deadlineOnly := flag.Bool("deadline-only", false, "send only the WinningPoSt and the WindowPoSt deadline")
 	flag.Parse()
 	// grpc.Version is compiled in: the grpc-go that actually ran.
 	fmt.Printf("go client: grpc-go %s, %s, target %s\n", grpc.Version, runtime.Version(), *addr)
-	if err := run(*addr, *fixtures, *out, os.Getenv("CUZK_TOKEN")); err != nil {
+	if err := run(*addr, *fixtures, *out, os.Getenv("CUZK_TOKEN"), *deadlineOnly); err != nil {
 		fmt.Fprintf(os.Stderr, "go client: FAILED: %v\n", err)
 		os.Exit(1)
 	}
@@ -130,7 +135,7 @@ func (l *callLog) add(name string, req *pb.SubmitProofRequest, r *pb.AwaitProofR
 	l.calls = append(l.calls, call{Name: name, RequestID: req.RequestId, JobID: r.JobId})
 }
 
-func run(addr, fixtures, out, token string) error {
+func run(addr, fixtures, out, token string, deadlineOnly bool) error {
 	if addr == "" || out == "" {
 		return fmt.Errorf("-addr and -out are required")
 	}
@@ -168,9 +173,12 @@ func run(addr, fixtures, out, token string) error {
 		}
 		errs <- err
 	}
-	wg.Add(4)
-	go single("porep", reqs.porep)
-	go single("snap", reqs.snap)
+	if !deadlineOnly {
+		wg.Add(2)
+		go single("porep", reqs.porep)
+		go single("snap", reqs.snap)
+	}
+	wg.Add(2)
 	go single("winpost", reqs.winpost)
 	go func() {
 		defer wg.Done()
