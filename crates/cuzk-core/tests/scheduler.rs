@@ -1,11 +1,15 @@
-//! The scheduler on real 2 KiB work: concurrent jobs of all four kinds, priorities,
-//! cancellation, await timeouts, idempotent request ids and the memory budget.
+//! The scheduler on real 2 KiB work: priorities, cancellation of queued and running jobs,
+//! await timeouts, idempotent request ids and the memory budget. Its PoRep jobs only occupy
+//! the general workers (one held at a fault hook, one queued) and are cancelled, not proved:
+//! each 2 KiB PoRep proof costs CI ~30 s, and `deadline_lane.rs` and `memory_budget.rs` prove
+//! and verify PoRep through the scheduler.
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use cuzk_core::faults::{self, Action, Stage};
 use cuzk_core::scheduler::{AwaitOutcome, Phase, Priority, Scheduler, SubmitError};
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
@@ -32,8 +36,14 @@ fn priorities_cancel_timeouts_and_request_ids() {
     let porep =
         |id: &str| s.submit(id, None, request(&f.dir, &f.manifest, ProofKind::PoRepSealCommit).unwrap()).unwrap();
 
-    // Two PoRep jobs, then a WinningPoSt (CRITICAL by default) and a low-priority WindowPoSt.
+    // Two PoRep jobs: the first running, held in its synthesis by a fault hook (so it holds
+    // the only general synthesis worker), the second queued behind it. Then a WinningPoSt
+    // (CRITICAL by default) and a low-priority WindowPoSt.
+    faults::arm(Stage::Synthesis, "porep-a", Action::Hold);
     let a = porep("porep-a");
+    while faults::is_armed(Stage::Synthesis, "porep-a") {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let b = porep("porep-b");
     let dup = porep("porep-b");
     assert!(dup.existing && dup.job_id == b.job_id, "same request id must return the same job");
@@ -54,21 +64,22 @@ fn priorities_cancel_timeouts_and_request_ids() {
     let wr = wait(&s, &w.job_id);
     assert_eq!(wr.phase, Phase::Completed, "{:?}", wr.error);
     assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &wr.proof).unwrap());
-    assert_ne!(s.job(&b.job_id).unwrap().phase(), Phase::Completed, "WinningPoSt must overtake the queued PoRep");
+    assert_eq!(s.job(&b.job_id).unwrap().phase(), Phase::Queued, "WinningPoSt must overtake the queued PoRep");
 
-    let ar = wait(&s, &a.job_id);
-    assert_eq!(ar.phase, Phase::Completed, "{:?}", ar.error);
-    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::PoRepSealCommit, &ar.proof).unwrap());
-
-    // Cancel the second PoRep (now running or about to run); its memory is released.
-    s.cancel(&b.job_id).unwrap();
-    let br = wait(&s, &b.job_id);
-    assert_eq!(br.phase, Phase::Cancelled);
+    // Cancel the queued PoRep, then the running one; once its synthesis returns, it is
+    // dropped before the prover, and its memory is released.
+    assert!(!s.cancel(&b.job_id).unwrap(), "the second PoRep was still queued");
+    assert!(s.cancel(&a.job_id).unwrap(), "the first PoRep was running");
+    faults::release(Stage::Synthesis, "porep-a");
+    for job in [&a.job_id, &b.job_id] {
+        assert_eq!(wait(&s, job).phase, Phase::Cancelled);
+    }
     let st = s.status();
-    assert_eq!(st.completed, 2);
-    assert_eq!(st.cancelled, 2);
+    assert_eq!(st.completed, 1);
+    assert_eq!(st.cancelled, 3);
     let metrics = s.metrics_text();
-    assert!(metrics.contains("cuzk_proofs_completed_total{kind=\"porep\"} 1"));
+    assert!(metrics.contains("cuzk_proofs_completed_total{kind=\"winning\"} 1"), "{metrics}");
+    assert!(metrics.contains("cuzk_proofs_cancelled_total{kind=\"porep\"} 2"), "{metrics}");
     // Each decoded PoRep submit is timed once; the resubmission answered from its job is not.
     assert!(metrics.contains("cuzk_submit_decode_seconds_count{kind=\"porep\"} 2"), "{metrics}");
     s.shutdown(Duration::from_secs(60));
