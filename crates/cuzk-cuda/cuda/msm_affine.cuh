@@ -1,43 +1,43 @@
-// The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, G1 only: an
-// experiment the benchmark runs beside sppark's XYZZ accumulate (MsmPath::DenseAffine); the
-// prover does not use it, because it is slower so far.
+// The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, G1 only, by
+// rounds of pairwise additions: MsmPath::DenseAffine, a benchmark path beside sppark's XYZZ
+// accumulate until it measures faster.
 //
-// The idea: after the sort, every point is added to one bucket per window, and at 2^27 points
+// Why affine: after the sort every point is added to one bucket per window, and at 2^27 points
 // that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each
 // bucket in XYZZ coordinates: 8 multiplications and 2 squarings a point. In affine coordinates
-// the same addition is
-//   λ = (y2 − y1)/(x2 − x1),   x3 = λ² − x1 − x2,   y3 = λ·(x1 − x3) − y1,
-// two multiplications and a squaring once 1/(x2 − x1) is known, and Montgomery's trick shares
-// one inversion among a batch of denominators for three multiplications each. So each thread
-// keeps AFF_SLOTS buckets in flight, takes the next point of every one of them, inverts the
-// product of their denominators once (sppark's reciprocal, which pairs adjacent lanes), and
-// finishes the additions from the running products.
+//   λ = (y2 − y1)/(x2 − x1),   x3 = λ² − x1 − x2,   y3 = λ·(x1 − x3) − y1
+// costs two multiplications and a squaring once 1/(x2 − x1) is known, and Montgomery's trick
+// shares one inversion among a batch of denominators for three multiplications each: 6 in all.
 //
-// Measured (BENCHMARKS.md, 2026-12-06, H100, 2^27 random scalars): the bucket step took 912 ms
-// with 16 slots and 1019 ms with 8, against 793 ms for sppark's accumulate. The inversion costs
-// tens of multiplications, so a batch of 16 still pays a few a point, and the slots (3 field
-// elements each) live in local memory, which at full occupancy is device memory traffic on
-// every step. A win needs far larger batches per inversion without that traffic.
+// Why rounds: a first version kept AFF_SLOTS buckets in flight per thread and lost to XYZZ
+// (912 against 793 ms at 2^27 on an H100, BENCHMARKS.md 2026-12-06): the slots were arrays,
+// so they lived in local memory, and every step read a random point twice. Here no thread
+// holds an array. A round adds neighbouring points of every bucket in pairs (0+1, 2+3, …; an
+// odd last point is carried over), writing ⌈c/2⌉ points for a bucket of c into a fresh array,
+// bucket after bucket, and rounds repeat until no bucket holds more than one point, its sum.
+//   - Each warp takes 32·RND_SLOTS consecutive output slots, lane l every 32nd from l, so
+//     neighbouring lanes read neighbouring points and write neighbouring sums (coalesced),
+//     and every thread has the same work whatever the bucket sizes: a bucket of a million
+//     equal digits is just many slots.
+//   - A thread's slots share one inversion. Its running products are kept in the output
+//     slots themselves (their x) until the backward pass overwrites them with the sums.
+//   - The first round reads the points through the sort's references (bit 31: negate);
+//     later rounds read the previous round's array. Offsets per bucket come from a scan.
+// Device memory: two arrays of ~n/2 and ~n/4 points (9.8 GB at 2^27), reused window after
+// window. Without room for them the caller keeps sppark's accumulate.
 //
-// Work. A thread owns AFF_BUCKETS_PER_THREAD consecutive buckets of one window (about 2000
-// points at 2^27 points and 22-bit windows) and walks them through its slots: a slot that
-// finishes a bucket writes it out and opens the thread's next one, so slots stay busy until
-// the thread's last buckets, whatever the bucket sizes. Buckets of one point are written out
-// at once; a bucket of more than AFF_MAX_RUN points (only scalars with many equal digits make
-// one) is summed in XYZZ by its thread, as sppark's accumulate sums every bucket.
-//
-// Exceptions to the addition formula, each decided per slot and step: the bucket so far is
-// the point at infinity (it takes the point); the point is at infinity ((0, 0) in memory, as
-// sppark's affine type has it: the bucket keeps its value); x2 = x1 with y2 = y1 (a doubling:
-// λ = 3·x1²/(2·y1)); x2 = x1 otherwise (the sum is the point at infinity). Only additions and
-// doublings put a denominator into the batch.
+// Exceptions to the addition formula, decided per pair: a point at infinity ((0, 0) in
+// memory, as sppark's affine type has it: the sum is the other point); x2 = x1 with y2 = y1
+// (a doubling: λ = 3·x1²/(2·y1)); x2 = x1 otherwise (the sum is the point at infinity). Only
+// additions and doublings put a denominator into the batch.
 //
 // The output is sppark's accumulate's, bucket for bucket: bucket x of window y in XYZZ
-// (Z = 1, or the point at infinity), and the first bucket of the launch's first window left
-// at infinity, since batch addition sums that one (msm_wide.cuh).
+// (Z = 1, or the point at infinity), and the first bucket of a launch's first window left at
+// infinity, since batch addition sums that one (msm_wide.cuh).
 #pragma once
 
 #include <cstdint>
+#include <cub/device/device_scan.cuh>
 
 typedef xyzz_t<fp_t> aff_bucket_t;
 typedef aff_bucket_t::affine_t aff_affine_t;
@@ -48,190 +48,298 @@ struct aff_point_t {
 };
 static_assert(sizeof(aff_point_t) == sizeof(aff_affine_t::mem_t), "affine layout");
 
-static const uint32_t AFF_BUCKETS_PER_THREAD = 32;
-static const uint32_t AFF_MAX_RUN = 1024;
-static const uint32_t AFF_BLOCK = 128;
-// Buckets in flight per thread (16 was faster than 8 on the H100).
-static const uint32_t AFF_SLOTS = 16;
+// Output slots per thread, i.e. denominators per inversion. sppark's reciprocal costs about
+// 20 multiplications, so 32 leave it under one a point.
+static const uint32_t RND_SLOTS = 32;
+static const uint32_t RND_BLOCK = 128;
 
-// What one slot does in one step.
-enum aff_step_t : uint32_t { AFF_IDLE, AFF_ADD, AFF_DOUBLE, AFF_TAKE, AFF_KEEP, AFF_CANCEL };
+// What a slot does with its pair.
+enum rnd_kind_t : uint32_t { RND_COPY, RND_ADD, RND_DOUBLE, RND_INF, RND_FIRST, RND_SECOND };
+
+// One round's input points: the MSM's own through the sort's references (first round), or
+// the previous round's sums.
+struct rnd_in_t {
+    const aff_point_t* points;
+    const uint32_t* refs;   // null after the first round
 
 // The device side only: the host pass sees blst's host field type, not sppark's device one.
 #ifdef __CUDA_ARCH__
-// Point `ref` (an index, bit 31 the sign, as sppark's sort leaves them), negated when signed.
-__device__ __forceinline__ static aff_point_t aff_load(const aff_point_t* points, uint32_t ref)
+    __device__ __forceinline__ fp_t x(uint32_t i) const
+    {
+        return refs ? points[refs[i] & 0x7fffffff].x : points[i].x;
+    }
+    __device__ __forceinline__ aff_point_t load(uint32_t i) const
+    {
+        if (!refs)
+            return points[i];
+        const uint32_t r = refs[i];
+        aff_point_t p = points[r & 0x7fffffff];
+        p.y.cneg(r >> 31);   // leaves a zero y zero, so (0, 0) stays the point at infinity
+        return p;
+    }
+#endif
+};
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ static bool aff_is_inf(const aff_point_t& p)
 {
-    aff_point_t p = points[ref & 0x7fffffff];
-    p.y.cneg(ref >> 31);    // leaves a zero y zero, so (0, 0) stays the point at infinity
-    return p;
+    return p.x.is_zero(p.y);
 }
 
-__device__ __forceinline__ static bool aff_is_inf(const fp_t& x, const fp_t& y)
+__device__ __forceinline__ static void aff_store(aff_bucket_t::mem_t& out, const aff_point_t& p)
 {
-    return x.is_zero(y);
-}
-
-__device__ __forceinline__ static void aff_store(aff_bucket_t::mem_t& out, const fp_t& x, const fp_t& y, bool inf)
-{
-    aff_bucket_t b{x, y, inf};
+    aff_bucket_t b{p.x, p.y, aff_is_inf(p)};
     out = b;
 }
 
-// The step for a slot holding (ax, ay) (inf: the point at infinity) and point p, and the
-// denominator it puts into the batch (additions and doublings only).
-__device__ __forceinline__ static aff_step_t aff_classify(const fp_t& ax, const fp_t& ay, bool inf,
-                                                         const aff_point_t& p, fp_t& den)
+// The kind of pair (p, q) and, for additions and doublings, its denominator.
+__device__ __forceinline__ static rnd_kind_t rnd_classify(const aff_point_t& p, const aff_point_t& q, fp_t& den)
 {
-    if (aff_is_inf(p.x, p.y))
-        return AFF_KEEP;
-    if (inf)
-        return AFF_TAKE;
-    den = p.x - ax;
+    if (aff_is_inf(p))
+        return RND_SECOND;
+    if (aff_is_inf(q))
+        return RND_FIRST;
+    den = q.x - p.x;
     if (!den.is_zero())
-        return AFF_ADD;
-    if ((p.y - ay).is_zero() && !ay.is_zero()) {
-        den = ay + ay;
-        return AFF_DOUBLE;
+        return RND_ADD;
+    if ((q.y - p.y).is_zero() && !p.y.is_zero()) {
+        den = p.y + p.y;
+        return RND_DOUBLE;
     }
-    return AFF_CANCEL;
+    return RND_INF;
+}
+
+// The same from the x coordinates alone where they decide it (the forward pass reads no y
+// unless an x is zero or the two are equal, both rare).
+__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t& in, uint32_t src, fp_t& den)
+{
+    const fp_t px = in.x(src), qx = in.x(src + 1);
+    if (!px.is_zero() && !qx.is_zero()) {
+        den = qx - px;
+        if (!den.is_zero())
+            return true;
+    }
+    const rnd_kind_t k = rnd_classify(in.load(src), in.load(src + 1), den);
+    return k == RND_ADD || k == RND_DOUBLE;
+}
+
+// Bucket b of the slot o: advance from b while slot o lies past the bucket's end.
+__device__ __forceinline__ static uint32_t rnd_bucket_at(const uint32_t* out_off, uint32_t b, uint32_t o)
+{
+    while (out_off[b + 1] <= o)
+        b++;
+    return b;
 }
 #endif
 
-// buckets: nwins rows of 2^(wbits − 1); points: the MSM's affine points; digits and hist:
-// sppark's sort output for these windows (per window, point references sorted by bucket, and
-// each bucket's end offset). One thread per AFF_BUCKETS_PER_THREAD buckets; no thread returns
-// early, since every lane of a warp takes part in each inversion.
-__launch_bounds__(AFF_BLOCK) __global__
-static void affine_accumulate(aff_bucket_t::mem_t* buckets, uint32_t nwins, uint32_t wbits,
-                              const aff_affine_t::mem_t* points_, vec2d_t<uint32_t> digits,
-                              vec2d_t<uint32_t> hist)
+// off[0..=B]: the first round's bucket starts from the sort's end offsets; bucket 0 empty
+// when `skip_first` (batch addition sums it).
+__global__ static void rnd_first_offsets(const uint32_t* hist, uint32_t B, bool skip_first, uint32_t* off)
 {
 #ifdef __CUDA_ARCH__
-    const aff_point_t* points = reinterpret_cast<const aff_point_t*>(points_);
-    const uint32_t row = 1u << (wbits - 1);
-    const uint32_t per_win = row / AFF_BUCKETS_PER_THREAD;
-    const uint32_t tid = threadIdx.x + blockIdx.x * blockDim.x;
-    const uint32_t y = tid / per_win;
-    uint32_t next = (tid % per_win) * AFF_BUCKETS_PER_THREAD;
-    const uint32_t last = y < nwins ? next + AFF_BUCKETS_PER_THREAD : next;
-    const uint32_t* h = y < nwins ? &hist[y][0] : nullptr;
-    const uint32_t* refs = y < nwins ? &digits[y][0] : nullptr;
-    aff_bucket_t::mem_t* out = buckets + (size_t)(y < nwins ? y : 0) * row;
+    const uint32_t b = threadIdx.x + blockIdx.x * blockDim.x;
+    if (b > B)
+        return;
+    off[b] = b == 0 ? (skip_first ? hist[0] : 0) : hist[b - 1];
+#endif
+}
 
-    fp_t ax[AFF_SLOTS], ay[AFF_SLOTS], prod[AFF_SLOTS];
-    uint32_t cur[AFF_SLOTS], end[AFF_SLOTS], bucket[AFF_SLOTS];
-    bool inf[AFF_SLOTS];
-    aff_step_t step[AFF_SLOTS];
-    #pragma unroll 1
-    for (uint32_t s = 0; s < AFF_SLOTS; s++)
-        cur[s] = end[s] = 0;
-
-    #pragma unroll 1
-    for (;;) {
-        // Every idle slot opens the thread's next bucket of two or more points (up to
-        // AFF_MAX_RUN); the others are written out on the way.
-        bool busy = false;
-        #pragma unroll 1
-        for (uint32_t s = 0; s < AFF_SLOTS; s++) {
-            #pragma unroll 1
-            while (cur[s] == end[s] && next < last) {
-                const uint32_t x = next++;
-                const uint32_t from = x ? h[x - 1] : 0, to = h[x];
-                if (from == to || (x == 0 && y == 0)) {
-                    out[x].inf();
-                } else if (to - from == 1) {
-                    const aff_point_t p = aff_load(points, refs[from]);
-                    aff_store(out[x], p.x, p.y, aff_is_inf(p.x, p.y));
-                } else if (to - from > AFF_MAX_RUN) {
-                    aff_bucket_t acc;
-                    acc.inf();
-                    #pragma unroll 1
-                    for (uint32_t i = from; i < to; i++) {
-                        const uint32_t r = refs[i];
-                        aff_affine_t p = points_[r & 0x7fffffff];
-                        acc.add(p, r >> 31);
-                    }
-                    out[x] = acc;
-                } else {
-                    const aff_point_t p = aff_load(points, refs[from]);
-                    ax[s] = p.x;
-                    ay[s] = p.y;
-                    inf[s] = aff_is_inf(p.x, p.y);
-                    bucket[s] = x;
-                    cur[s] = from + 1;
-                    end[s] = to;
-                }
-            }
-            busy |= cur[s] < end[s];
-        }
-        if (!__any_sync(0xffffffff, busy))
-            break;
-
-        // Each busy slot's next point; prod[s] is the product of the denominators of slots
-        // 0..s (1 where none).
-        fp_t run = fp_t::one();
-        #pragma unroll 1
-        for (uint32_t s = 0; s < AFF_SLOTS; s++) {
-            step[s] = AFF_IDLE;
-            if (cur[s] < end[s]) {
-                fp_t den;
-                step[s] = aff_classify(ax[s], ay[s], inf[s], aff_load(points, refs[cur[s]]), den);
-                if (step[s] == AFF_ADD || step[s] == AFF_DOUBLE)
-                    run *= den;
-            }
-            prod[s] = run;
-        }
-
-        // One inversion for the warp's lane pairs (sppark's reciprocal shuffles between them).
-        __syncwarp();
-        fp_t inv = run.reciprocal();
-
-        // Backwards through the slots: inv is 1/prod[s] on entry to slot s.
-        #pragma unroll 1
-        for (uint32_t s = AFF_SLOTS; s-- > 0;) {
-            if (step[s] == AFF_IDLE)
-                continue;
-            const aff_point_t p = aff_load(points, refs[cur[s]]);
-            if (step[s] == AFF_ADD || step[s] == AFF_DOUBLE) {
-                const fp_t one_over = s ? inv * prod[s - 1] : inv;
-                fp_t num, den, other;
-                if (step[s] == AFF_ADD) {
-                    den = p.x - ax[s];
-                    num = p.y - ay[s];
-                    other = p.x;
-                } else {
-                    den = ay[s] + ay[s];
-                    num = ax[s] * ax[s];
-                    num = num + num + num;
-                    other = ax[s];
-                }
-                inv *= den;
-                const fp_t lambda = num * one_over;
-                const fp_t x3 = lambda * lambda - ax[s] - other;
-                ay[s] = lambda * (ax[s] - x3) - ay[s];
-                ax[s] = x3;
-            } else if (step[s] == AFF_TAKE) {
-                ax[s] = p.x;
-                ay[s] = p.y;
-                inf[s] = false;
-            } else if (step[s] == AFF_CANCEL) {
-                inf[s] = true;
-            }
-            if (++cur[s] == end[s])
-                aff_store(out[bucket[s]], ax[s], ay[s], inf[s]);
-        }
+// cnt[b] = ⌈c_b/2⌉ (cnt[B] = 0, so the exclusive scan's last entry is the total); with
+// `max_count`, the largest c_b too.
+__global__ static void rnd_counts(const uint32_t* off, uint32_t B, uint32_t* cnt, uint32_t* max_count)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t b = threadIdx.x + blockIdx.x * blockDim.x;
+    uint32_t c = 0;
+    if (b < B)
+        c = off[b + 1] - off[b];
+    if (b <= B)
+        cnt[b] = (c + 1) / 2;
+    if (max_count != nullptr) {
+        const uint32_t m = __reduce_max_sync(0xffffffff, c);
+        if ((threadIdx.x & 31) == 0 && m > 0)
+            atomicMax(max_count, m);
     }
 #endif
 }
 
-// Launches affine_accumulate on `s`.
-static void affine_accumulate_launch(cudaStream_t s, aff_bucket_t::mem_t* buckets, uint32_t nwins, uint32_t wbits,
-                                     const aff_affine_t::mem_t* points, vec2d_t<uint32_t> digits,
-                                     vec2d_t<uint32_t> hist)
+// One round: slot o of bucket b (out_off[b] ≤ o < out_off[b + 1]) takes input points
+// in_off[b] + 2j and the next, j = o − out_off[b], or carries the first alone when it is the
+// bucket's last. No thread returns early: every lane of a warp takes part in the inversion.
+__launch_bounds__(RND_BLOCK) __global__
+static void rnd_pairs(rnd_in_t in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, aff_point_t* out)
 {
-    const size_t threads = (size_t)nwins * ((1u << (wbits - 1)) / AFF_BUCKETS_PER_THREAD);
-    const uint32_t blocks = (uint32_t)((threads + AFF_BLOCK - 1) / AFF_BLOCK);
-    affine_accumulate<<<blocks, AFF_BLOCK, 0, s>>>(buckets, nwins, wbits, points, digits, hist);
-    CUDA_OK(cudaGetLastError());
+#ifdef __CUDA_ARCH__
+    const uint32_t total = out_off[B];
+    const uint32_t tid = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t lane = tid & 31;
+    const size_t first = (size_t)(tid - lane) * RND_SLOTS + lane;   // warp base + lane
+    const size_t left = first >= total ? 0 : (total - first + 31) / 32;
+    const uint32_t nslots = left < RND_SLOTS ? (uint32_t)left : RND_SLOTS;
+
+    // The bucket of the first slot: the last b with out_off[b] ≤ first (it is not empty).
+    uint32_t b0 = 0;
+    if (nslots > 0) {
+        uint32_t lo = 0, hi = B - 1;
+        while (lo < hi) {
+            const uint32_t mid = (lo + hi + 1) / 2;
+            if (out_off[mid] <= first)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        b0 = lo;
+    }
+
+    // Forward: the running product of the denominators, slot by slot, kept in out[o].x.
+    fp_t run = fp_t::one();
+    uint32_t b = b0;
+    #pragma unroll 1
+    for (uint32_t k = 0; k < nslots; k++) {
+        const uint32_t o = (uint32_t)first + 32 * k;
+        b = rnd_bucket_at(out_off, b, o);
+        const uint32_t src = in_off[b] + 2 * (o - out_off[b]);
+        fp_t den;
+        if (src + 1 < in_off[b + 1] && rnd_denominator(in, src, den))
+            run *= den;
+        out[o].x = run;
+    }
+
+    __syncwarp();
+    fp_t inv = run.reciprocal();
+
+    // Backward: inv is 1/(product through slot o) on entry to slot o.
+    #pragma unroll 1
+    for (uint32_t k = nslots; k-- > 0;) {
+        const uint32_t o = (uint32_t)first + 32 * k;
+        // The forward pass left b at the last slot's bucket; walk it back.
+        while (out_off[b] > o)
+            b--;
+        const uint32_t src = in_off[b] + 2 * (o - out_off[b]);
+        const aff_point_t p = in.load(src);
+        aff_point_t sum = p;
+        if (src + 1 < in_off[b + 1]) {
+            const aff_point_t q = in.load(src + 1);
+            fp_t den;
+            const rnd_kind_t kind = rnd_classify(p, q, den);
+            if (kind == RND_ADD || kind == RND_DOUBLE) {
+                const fp_t one_over = k ? inv * out[o - 32].x : inv;
+                inv *= den;
+                fp_t num;
+                if (kind == RND_ADD) {
+                    num = q.y - p.y;
+                } else {
+                    num = p.x ^ 2;
+                    num = num + num + num;
+                }
+                const fp_t lambda = num * one_over;
+                sum.x = (lambda ^ 2) - p.x - (kind == RND_ADD ? q.x : p.x);
+                sum.y = lambda * (p.x - sum.x) - p.y;
+            } else if (kind == RND_SECOND) {
+                sum = q;
+            } else if (kind == RND_INF) {
+                sum.x.zero();
+                sum.y.zero();
+            }
+        }
+        out[o] = sum;
+    }
+#endif
+}
+
+// The last round's points into the bucket row: bucket b holds out_off[b + 1] − out_off[b]
+// ≤ 1 points.
+__global__ static void rnd_finish(rnd_in_t in, const uint32_t* off, uint32_t B, aff_bucket_t::mem_t* row)
+{
+#ifdef __CUDA_ARCH__
+    const uint32_t b = threadIdx.x + blockIdx.x * blockDim.x;
+    if (b >= B)
+        return;
+    if (off[b + 1] == off[b])
+        row[b].inf();
+    else
+        aff_store(row[b], in.load(off[b]));
+#endif
+}
+
+// Device memory for the rounds of one window at a time: the point arrays, two offset arrays
+// and the scan's scratch. Allocation may fail: `ok()` false, and the caller keeps sppark's
+// accumulate.
+struct rnd_buffers_t {
+    uint32_t B;
+    size_t cap[2];
+    optional_buffer_t<aff_point_t> pts0, pts1;
+    optional_buffer_t<uint32_t> offs, max_count;
+    size_t scan_bytes = 0;
+    optional_buffer_t<uint8_t> scan;
+
+    static size_t capacity(size_t n, uint32_t B, int i)
+    {
+        size_t c = (n + B) / 2 + 1;
+        return i == 0 ? c : (c + B) / 2 + 1;
+    }
+    static size_t scan_scratch(uint32_t B)
+    {
+        size_t bytes = 0;
+        CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, (const uint32_t*)nullptr, (uint32_t*)nullptr, B + 1));
+        return bytes;
+    }
+    // Every byte the rounds ask for: the caller checks the margin with it first.
+    static size_t bytes(size_t n, uint32_t B)
+    {
+        return (capacity(n, B, 0) + capacity(n, B, 1)) * sizeof(aff_point_t) + (3 * (size_t)(B + 1) + 1) * sizeof(uint32_t)
+               + scan_scratch(B);
+    }
+
+    rnd_buffers_t(size_t n, uint32_t B_, cudaStream_t s)
+        : B(B_), cap{capacity(n, B_, 0), capacity(n, B_, 1)}, pts0(cap[0], s), pts1(cap[1], s),
+          offs(3 * (size_t)(B_ + 1) + 1, s), max_count(1, s), scan_bytes(scan_scratch(B_)), scan(scan_bytes, s)
+    {}
+    bool ok() const { return pts0.ptr && pts1.ptr && offs.ptr && max_count.ptr && scan.ptr; }
+    uint32_t* off(int i) const { return offs.ptr + (size_t)i * (B + 1); }
+    uint32_t* counts() const { return off(2); }
+};
+
+// The bucket sums of `nwins` windows (row after row of 2^(wbits − 1) buckets), window by
+// window, the first window's first bucket left at infinity. One host round trip per window
+// (the largest bucket decides how many rounds it takes).
+static void affine_rounds(const stream_t& s, aff_bucket_t::mem_t* buckets, uint32_t nwins, uint32_t wbits,
+                          size_t n, const aff_affine_t::mem_t* points_, vec2d_t<uint32_t> digits,
+                          vec2d_t<uint32_t> hist, rnd_buffers_t& buf)
+{
+    const aff_point_t* points = reinterpret_cast<const aff_point_t*>(points_);
+    const uint32_t B = 1u << (wbits - 1);
+    const uint32_t off_blocks = (B + 1 + 255) / 256;
+    for (uint32_t y = 0; y < nwins; y++) {
+        rnd_first_offsets<<<off_blocks, 256, 0, s>>>(&hist[y][0], B, y == 0, buf.off(0));
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaMemsetAsync(buf.max_count.ptr, 0, sizeof(uint32_t), s));
+        rnd_counts<<<off_blocks, 256, 0, s>>>(buf.off(0), B, buf.counts(), buf.max_count.ptr);
+        CUDA_OK(cudaGetLastError());
+        uint32_t max_count = 0;
+        s.DtoH(&max_count, buf.max_count.ptr, 1);
+        s.sync();
+
+        rnd_in_t in{points, &digits[y][0]};
+        int cur = 0;            // offsets of the round's input: buf.off(cur)
+        size_t bound = n;       // points in the round's input, at most
+        for (uint32_t r = 0; (1u << r) < max_count; r++) {
+            if (r > 0) {
+                rnd_counts<<<off_blocks, 256, 0, s>>>(buf.off(cur), B, buf.counts(), nullptr);
+                CUDA_OK(cudaGetLastError());
+            }
+            size_t scratch = buf.scan_bytes;
+            CUDA_OK(cub::DeviceScan::ExclusiveSum(buf.scan.ptr, scratch, buf.counts(), buf.off(cur ^ 1), B + 1, s));
+            bound = (bound + B) / 2;
+            aff_point_t* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
+            const size_t warps = (bound + 32 * RND_SLOTS - 1) / (32 * RND_SLOTS);
+            const size_t blocks = (warps * 32 + RND_BLOCK - 1) / RND_BLOCK;
+            rnd_pairs<<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, out);
+            CUDA_OK(cudaGetLastError());
+            in = rnd_in_t{out, nullptr};
+            cur ^= 1;
+        }
+        rnd_finish<<<(B + 255) / 256, 256, 0, s>>>(in, buf.off(cur), B, buckets + (size_t)y * B);
+        CUDA_OK(cudaGetLastError());
+    }
 }

@@ -7,7 +7,7 @@
 // so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
 // window is private, so this file drives sppark's public kernels itself:
 //   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
-//   thread per bucket; for benchmarks our affine kernel in G1, msm_affine.cuh) and
+//   thread per bucket; for benchmarks our affine rounds in G1, msm_affine.cuh) and
 //   batch_addition (window 0's first bucket, as msm_t does)
 // over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
 // parallel over the buckets of every window instead of one block per window.
@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 // Smallest MSM taken here, as a power of two, and the widest window. sppark's own window at
@@ -200,8 +201,8 @@ static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses, uint
 // Σ scalars[i]·points[i], i < n, both on the device, scalars in Montgomery form. Returns false,
 // having computed nothing, when declined; throws cuda_error on any other CUDA failure. `pause`
 // is called between steps when active (see the file comment). affine: in G1, the buckets are
-// summed in affine coordinates (msm_affine.cuh); otherwise, and always in G2, by sppark's
-// accumulate.
+// summed in affine coordinates (msm_affine.cuh) where their arrays fit; otherwise, and always
+// in G2, by sppark's accumulate.
 template<class bucket_t, class point_t, class affine_t>
 static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d_scalars, size_t n,
                      point_t& out, pause_hook_t& pause, bool affine)
@@ -241,6 +242,16 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     optional_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
     if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
         return false;
+    // The affine rounds' arrays (G1 only) come last and are optional: without room for them
+    // the buckets are summed by sppark's accumulate.
+    std::unique_ptr<rnd_buffers_t> rounds;
+    if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
+        if (affine && leaves_margin(gpu, rnd_buffers_t::bytes(n, row))) {
+            rounds.reset(new rnd_buffers_t(n, row, s));
+            if (!rounds->ok())
+                rounds.reset();
+        }
+    }
 
     const bool trace = getenv("CUZK_MSM_TRACE") != nullptr;
     timing_event t0, t1, t2, t3, t4;
@@ -285,9 +296,9 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         vec2d_t<uint32_t> group_hist{&d_hist[g][0], row};
         bool launched = false;
         if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
-            if (affine) {
-                affine_accumulate_launch(s, buckets.ptr + (size_t)g * row, end - g, wbits, d_points,
-                                         group_digits, group_hist);
+            if (rounds) {
+                affine_rounds(s, buckets.ptr + (size_t)g * row, end - g, wbits, n, d_points, group_digits,
+                              group_hist, *rounds);
                 launched = true;
             }
         }

@@ -71,8 +71,9 @@ pub enum MsmPath {
     Witness = 1,
     /// Dense scalars: wide windows when it can be (device scalars, resident points).
     Dense = 2,
-    /// [`MsmPath::Dense`] with the G1 buckets summed in affine coordinates
-    /// (cuda/msm_affine.cuh): benchmarks and tests only, slower than `Dense` so far.
+    /// [`MsmPath::Dense`] with the G1 buckets summed in affine coordinates by rounds of
+    /// pairwise additions (cuda/msm_affine.cuh): benchmarks and tests only until it measures
+    /// faster than `Dense`.
     DenseAffine = 3,
 }
 

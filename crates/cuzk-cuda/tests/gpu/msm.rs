@@ -129,8 +129,9 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
 
 /// The affine bucket sums of the wide path (cuda/msm_affine.cuh, a benchmark path) meet every
 /// exception to the addition formula: a bucket holding a point twice (a doubling), a point and
-/// its negation (a sum at infinity, taken up again by the next point), points at infinity, and
-/// a bucket longer than the affine kernel takes (1024 points: summed in XYZZ by its thread).
+/// its negation (a sum at infinity, taken up again in a later round), points at infinity, and
+/// buckets of 600 and 1500 points, which take ten and eleven rounds and span many threads'
+/// slots.
 #[test]
 fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     let mut r = rng(13);
@@ -149,7 +150,7 @@ fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
         };
         sc[100 + i] = v;
     }
-    // A longer block of equal scalars: past the affine kernel's run limit.
+    // A longer block of equal scalars: a bucket of 1500 points in every window.
     let w = Fr::random(&mut r);
     sc[5000..6500].fill(w);
     // Points at infinity scattered through the random part.
