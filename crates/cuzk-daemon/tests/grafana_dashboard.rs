@@ -5,8 +5,9 @@
 //!    the author's own Grafana), and it shows what issue #39 and docs/operating.md's
 //!    monitoring section say matters.
 //! 2. Every metric its PromQL queries is one the real `cuzk-daemon` exports: a CPU daemon
-//!    proves one 2 KiB proof of each kind, then each metric name in each query must be a
-//!    series in its `/metrics`. A renamed metric or a typo in a panel fails here instead of
+//!    proves one 2 KiB proof of each kind, all four submitted at once and each verified with
+//!    filecoin-proofs' verifier (`grpc_e2e.rs` counts on these proofs for that), then each
+//!    metric name in each query must be a series in its `/metrics`. A renamed metric or a typo in a panel fails here instead of
 //!    leaving an empty panel on a farm's screen. The per-device families, which only a
 //!    daemon with a GPU exports, are listed in [`GPU_ONLY`] and exempt here.
 //! 3. With the `cuda` feature, the same on a CUDA daemon, with nothing exempt, and each
@@ -18,7 +19,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cuzk_filecoin::fixtures::requests::request;
+use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::fixtures::shared_fixture_set;
 use cuzk_filecoin::ProofKind;
 use cuzk_proto::v1::await_proof_response::Status;
@@ -323,8 +324,10 @@ fn dashboard_is_an_importable_grafana_model_over_the_guides_metrics() {
 }
 
 /// A daemon on the 2 KiB fixture set with `gpus_toml` as its `[gpus]` section proves one
-/// proof of each kind (which fills every per-kind histogram: they export nothing before
-/// their first observation); returns its `/metrics` body and its `/status` document.
+/// proof of each kind, all submitted at once (which fills every per-kind histogram: they
+/// export nothing before their first observation), and filecoin-proofs' verifier accepts each:
+/// these are the proofs of all four kinds through SubmitProof and AwaitProof that `grpc_e2e.rs`
+/// leaves to this test. Returns its `/metrics` body and its `/status` document.
 async fn metrics_after_one_proof_of_each_kind(gpus_toml: &str) -> (String, Value) {
     let (dir, manifest) = shared_fixture_set().expect("fixture set");
     let mut r = common::start(&dir.join("params"), "", &format!("[gpus]\n{gpus_toml}\n")).await;
@@ -337,6 +340,11 @@ async fn metrics_after_one_proof_of_each_kind(gpus_toml: &str) -> (String, Value
         let res =
             r.client.await_proof(AwaitProofRequest { job_id, timeout_ms: 600_000 }).await.expect("await").into_inner();
         assert_eq!(res.status(), Status::Completed, "{kind}: {}", res.error_message);
+        assert_eq!(res.proof.len(), 192, "{kind}");
+        assert!(
+            verify_with_filecoin_proofs(&dir, &manifest, kind, &res.proof).unwrap(),
+            "{kind} proof rejected by filecoin-proofs"
+        );
     }
     let body = |path: &str| {
         let response = common::http_get(r.http_port, path);
