@@ -7,9 +7,10 @@ mod common;
 
 use blstrs::{Bls12, Scalar as Fr};
 use common::*;
+use cuzk_groth16::setup::CpuFixedBase;
 use cuzk_groth16::srs::{write_params, write_vk};
 use cuzk_groth16::{CpuProver, PreparedVerifyingKey, Randomness, Srs, SubgroupCheck};
-use cuzk_pce::setup::{generate_srs, generate_vk};
+use cuzk_pce::setup::{generate_srs, generate_srs_with, generate_vk};
 use cuzk_pce::{evaluate, extract, witness};
 use ff::Field;
 use rand::SeedableRng;
@@ -31,12 +32,16 @@ fn query_lengths_equal_bellpersons_generator() {
     let srs = generate_srs(&extract(Cubic { x: None }).unwrap(), 1, "cubic").unwrap();
     assert_eq!(lengths(&srs), bellperson_lengths(Cubic { x: None }).unwrap());
     let mut compared = 0;
+    // One table of fixed-base multiples for all the random circuits: `generate_srs` (the same
+    // setup with a table of its own) builds one per call, ~0.4 s on CI's 2 cores, which was
+    // nearly all of this test's time.
+    let mul = CpuFixedBase::new();
     for seed in 0..60u64 {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         // bellperson's generator cannot `extend` a constraint system: no pieces here.
         let ops = random_ops(&mut rng, 0, true).into_iter().filter(|op| !matches!(op, Op::Piece { .. })).collect();
         let blank = Random { ops, blank: true };
-        let ours = generate_srs(&extract(blank.clone()).unwrap(), seed, "random");
+        let ours = generate_srs_with(&extract(blank.clone()).unwrap(), seed, "random", &mul);
         match (ours, bellperson_lengths(blank)) {
             (Ok(ours), Ok(theirs)) => {
                 assert_eq!(lengths(&ours), theirs, "seed {seed}");
