@@ -27,9 +27,11 @@ fn scheduler(max_jobs: usize, max_partitions: usize) -> Arc<Scheduler> {
 /// held job keeps the rest queued.
 const PRIORITY: Option<Priority> = Some(Priority::Normal);
 
-fn req(kind: ProofKind) -> ProofRequest {
+/// Every job here is a WindowPoSt, the cheapest proof: the caps count jobs and partitions,
+/// whatever their kind.
+fn req() -> ProofRequest {
     let f = common::fixture();
-    request(&f.dir, &f.manifest, kind).unwrap()
+    request(&f.dir, &f.manifest, ProofKind::WindowPostPartition).unwrap()
 }
 
 fn wait(s: &Scheduler, job: &str) -> JobResult {
@@ -44,7 +46,7 @@ fn wait(s: &Scheduler, job: &str) -> JobResult {
 /// and return once the worker is inside the hold.
 fn held_job(s: &Scheduler, rid: &str) -> String {
     faults::arm(Stage::Synthesis, rid, Action::Hold);
-    let job = s.submit(rid, PRIORITY, req(ProofKind::WindowPostPartition)).unwrap().job_id;
+    let job = s.submit(rid, PRIORITY, req()).unwrap().job_id;
     while faults::is_armed(Stage::Synthesis, rid) {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -64,21 +66,21 @@ fn jobs_beyond_max_queued_jobs_are_refused_until_room_is_made() {
     let f = common::fixture();
     let s = scheduler(2, 100);
     let held = held_job(&s, "admission-jobs-held");
-    let queued = s.submit("admission-jobs-queued", PRIORITY, req(ProofKind::WinningPost)).unwrap();
+    let queued = s.submit("admission-jobs-queued", PRIORITY, req()).unwrap();
     assert_eq!(s.job(&queued.job_id).unwrap().phase(), Phase::Queued);
-    exhausted(s.submit("admission-jobs-third", PRIORITY, req(ProofKind::WinningPost)), "max_queued_jobs");
+    exhausted(s.submit("admission-jobs-third", PRIORITY, req()), "max_queued_jobs");
     // An identical resubmission of an admitted job is answered with it, not refused.
-    let again = s.submit("admission-jobs-queued", PRIORITY, req(ProofKind::WinningPost)).unwrap();
+    let again = s.submit("admission-jobs-queued", PRIORITY, req()).unwrap();
     assert!(again.existing && again.job_id == queued.job_id);
 
     faults::release(Stage::Synthesis, "admission-jobs-held");
-    for (job, kind) in [(&held, ProofKind::WindowPostPartition), (&queued.job_id, ProofKind::WinningPost)] {
+    for job in [&held, &queued.job_id] {
         let r = wait(&s, job);
         assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
-        assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, kind, &r.proof).unwrap());
+        assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WindowPostPartition, &r.proof).unwrap());
     }
     // Both finished: room again.
-    let third = s.submit("admission-jobs-third", PRIORITY, req(ProofKind::WinningPost)).unwrap();
+    let third = s.submit("admission-jobs-third", PRIORITY, req()).unwrap();
     assert_eq!(wait(&s, &third.job_id).phase, Phase::Completed);
     s.shutdown(Duration::from_secs(60));
 }
@@ -87,10 +89,10 @@ fn jobs_beyond_max_queued_jobs_are_refused_until_room_is_made() {
 fn partitions_beyond_max_queued_partitions_are_refused() {
     let s = scheduler(100, 1);
     let held = held_job(&s, "admission-partitions-held");
-    exhausted(s.submit("admission-partitions-second", PRIORITY, req(ProofKind::WinningPost)), "max_queued_partitions");
+    exhausted(s.submit("admission-partitions-second", PRIORITY, req()), "max_queued_partitions");
     faults::release(Stage::Synthesis, "admission-partitions-held");
     assert_eq!(wait(&s, &held).phase, Phase::Completed);
-    let second = s.submit("admission-partitions-second", PRIORITY, req(ProofKind::WinningPost)).unwrap();
+    let second = s.submit("admission-partitions-second", PRIORITY, req()).unwrap();
     assert_eq!(wait(&s, &second.job_id).phase, Phase::Completed);
     s.shutdown(Duration::from_secs(60));
 }
