@@ -1,15 +1,21 @@
 //! One memory budget for everything, on real 2 KiB work: parameters and PCE matrices count
 //! against it beside the partitions' working sets. A budget too small for two circuits'
-//! parameters at once still proves a mix of them (loads evict idle parameters, least recently
+//! parameters at once still runs a mix of them (loads evict idle parameters, least recently
 //! used first, or wait for jobs to release theirs), never reserves more than its limit, and a
 //! preload that can never fit is refused instead of taking the host's memory.
+//!
+//! The mix's PoRep takes its parameters and every reservation a proof makes, then fails at
+//! the prover by an injected fault instead of proving: the budget sees the same either way
+//! (the prover's share is reserved before the prover starts), and a 2 KiB PoRep proof costs
+//! CI ~30 s. PoRep is proved and verified through the scheduler in `deadline_lane.rs`.
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_core::scheduler::{AwaitOutcome, Phase, Scheduler};
+use cuzk_core::faults::{self, Action, Stage};
+use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
 use cuzk_core::EngineError;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
 use cuzk_filecoin::ProofKind;
@@ -43,17 +49,27 @@ fn a_budget_for_one_circuit_at_a_time_proves_a_mix_and_never_exceeds_its_limit()
     // each circuit, and makes the SnapDeals load evict PoRep's parameters.
     let budget = porep + snap / 2 + (2100 << 20);
     let s = scheduler(budget);
+    // The PoRep fails where its proof would start (see the top of this file).
+    let porep_id = "memory-budget-porep";
+    faults::arm(Stage::Prove, porep_id, Action::Panic);
+    let submit = |id: &str, kind| s.submit(id, None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap().job_id;
+    let porep_job = submit(porep_id, ProofKind::PoRepSealCommit);
     let jobs: Vec<(ProofKind, String)> =
-        [ProofKind::PoRepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WinningPost]
-            .into_iter()
-            .map(|kind| (kind, s.submit("", None, request(&f.dir, &f.manifest, kind).unwrap()).unwrap().job_id))
-            .collect();
+        [ProofKind::SnapDealsUpdate, ProofKind::WinningPost].into_iter().map(|kind| (kind, submit("", kind))).collect();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    for (kind, job) in &jobs {
-        let r = match rt.block_on(s.await_job(job, Some(Duration::from_secs(900)))).unwrap() {
+    let wait = |kind: ProofKind, job: &str| -> JobResult {
+        match rt.block_on(s.await_job(job, Some(Duration::from_secs(900)))).unwrap() {
             AwaitOutcome::Done(r) => r,
             AwaitOutcome::TimedOut => panic!("{kind:?} did not finish"),
-        };
+        }
+    };
+    let r = wait(ProofKind::PoRepSealCommit, &porep_job);
+    assert!(!faults::is_armed(Stage::Prove, porep_id), "the PoRep never reached the prover: {:?}", r.error);
+    assert_eq!(r.phase, Phase::Failed);
+    let message = r.error.unwrap_or_default();
+    assert!(message.contains("injected fault"), "the PoRep failed for another reason: {message}");
+    for (kind, job) in &jobs {
+        let r = wait(*kind, job);
         assert_eq!(r.phase, Phase::Completed, "{kind:?}: {:?}", r.error);
         assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, *kind, &r.proof).unwrap(), "{kind:?}");
     }
