@@ -119,11 +119,12 @@ fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
     let mut config = config();
     config.pipeline.stall_timeout_secs = 5;
     let s = Scheduler::start(config, None).unwrap();
-    // Loaded here, not in a (timed) worker stage of the jobs below.
-    s.preload("winning-2k").unwrap();
+    // Loaded here, not in a (timed) worker stage of the jobs below. WindowPoSt in the timed
+    // tests: the cheapest proof, so the furthest inside the stall limit.
+    s.preload("wpost-2k").unwrap();
     let rid = "supervision-stall";
     faults::arm(Stage::Prove, rid, Action::Hold);
-    let stuck = s.submit(rid, PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let stuck = s.submit(rid, PRIORITY, request(&f.dir, &f.manifest, ProofKind::WindowPostPartition).unwrap()).unwrap();
     let r = wait(&s, &stuck.job_id).expect("a job whose prover hangs must still end");
     assert_eq!(r.phase, Phase::Failed);
     let message = r.error.unwrap_or_default();
@@ -131,11 +132,15 @@ fn a_stalled_stage_fails_its_job_and_the_scheduler_goes_on() {
 
     faults::release(Stage::Prove, rid);
     let good = s
-        .submit("supervision-after-stall", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap())
+        .submit(
+            "supervision-after-stall",
+            PRIORITY,
+            request(&f.dir, &f.manifest, ProofKind::WindowPostPartition).unwrap(),
+        )
         .unwrap();
     let r = wait(&s, &good.job_id).expect("after a stall, the next job never finished");
     assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
-    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WindowPostPartition, &r.proof).unwrap());
     s.shutdown(Duration::from_secs(60));
 }
 
@@ -203,11 +208,11 @@ fn a_stall_in_the_prove_stage_takes_the_device_out_of_service() {
     config.pipeline.stall_timeout_secs = 2;
     let backend = Arc::new(OneDevice::default());
     let s = Scheduler::start(config, Some(backend.clone())).unwrap();
-    s.preload("winning-2k").unwrap();
+    s.preload("wpost-2k").unwrap();
     assert!(s.backend_usable());
     let rid = "supervision-device-stall";
     faults::arm(Stage::Prove, rid, Action::Hold);
-    let stuck = s.submit(rid, PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap()).unwrap();
+    let stuck = s.submit(rid, PRIORITY, request(&f.dir, &f.manifest, ProofKind::WindowPostPartition).unwrap()).unwrap();
     let r = wait(&s, &stuck.job_id).expect("a job whose prover hangs must still end");
     assert_eq!(r.phase, Phase::Failed);
     assert!(r.error.unwrap_or_default().contains("no progress for 2 s in prove"));
@@ -230,22 +235,28 @@ fn a_parameter_load_waiting_for_memory_is_not_a_stall() {
     let _timed = one_at_a_time();
     let f = common::fixture();
     let mut config = config();
-    config.pipeline.stall_timeout_secs = 8;
+    // Four times the WindowPoSt proof (~1 s on CI's 2 cores), the stage that takes longest
+    // once the memory is freed.
+    config.pipeline.stall_timeout_secs = 4;
     let s = Scheduler::start(config, None).unwrap();
     // The work of a first use (loading, extracting the PCE matrices) happens here, untimed;
     // the matrices stay in memory after the parameters are evicted.
-    s.preload("winning-2k").unwrap();
-    assert!(matches!(s.evict("winning-2k"), Ok(cuzk_core::srs_cache::EvictOutcome::Freed { .. })));
+    s.preload("wpost-2k").unwrap();
+    assert!(matches!(s.evict("wpost-2k"), Ok(cuzk_core::srs_cache::EvictOutcome::Freed { .. })));
 
     // Other work in flight holds the rest of the budget (a partition's proving reservation,
     // which its end will release): the load finds no room and nothing idle to evict, so it waits.
     let budget = s.memory();
     let in_flight = budget.reserve_proving(budget.limit() - budget.used());
     let job = s
-        .submit("supervision-waits-for-memory", PRIORITY, request(&f.dir, &f.manifest, ProofKind::WinningPost).unwrap())
+        .submit(
+            "supervision-waits-for-memory",
+            PRIORITY,
+            request(&f.dir, &f.manifest, ProofKind::WindowPostPartition).unwrap(),
+        )
         .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let early = rt.block_on(s.await_job(&job.job_id, Some(Duration::from_secs(20)))).unwrap();
+    let early = rt.block_on(s.await_job(&job.job_id, Some(Duration::from_secs(10)))).unwrap();
     if let AwaitOutcome::Done(r) = early {
         panic!("the waiting load ended while memory was still held: {:?} {:?}", r.phase, r.error);
     }
@@ -253,6 +264,6 @@ fn a_parameter_load_waiting_for_memory_is_not_a_stall() {
     drop(in_flight);
     let r = wait(&s, &job.job_id).expect("the load never went on after the memory was freed");
     assert_eq!(r.phase, Phase::Completed, "{:?}", r.error);
-    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WinningPost, &r.proof).unwrap());
+    assert!(verify_with_filecoin_proofs(&f.dir, &f.manifest, ProofKind::WindowPostPartition, &r.proof).unwrap());
     s.shutdown(Duration::from_secs(60));
 }
