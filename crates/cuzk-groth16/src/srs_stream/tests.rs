@@ -11,8 +11,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::load_chunked;
-use crate::setup::tests::evaluations;
-use crate::setup::{assemble, CpuFixedBase, Trapdoor};
+use crate::setup::tests::{evaluations, fixed_base};
+use crate::setup::{assemble, Trapdoor};
 use crate::srs::{write_params, Srs, SrsError, SubgroupCheck};
 use crate::srs_sink::{Collect, QuerySink, QueryTaker};
 
@@ -25,7 +25,7 @@ fn params() -> Srs {
         evaluations(90, 2),
         &t,
         PathBuf::from("generated://stream-test"),
-        &CpuFixedBase::new(),
+        fixed_base(),
         None,
     )
     .unwrap()
