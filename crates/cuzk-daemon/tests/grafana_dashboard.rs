@@ -7,7 +7,8 @@
 //! 2. Every metric its PromQL queries is one the real `cuzk-daemon` exports: a CPU daemon
 //!    proves one 2 KiB proof of each kind, all four submitted at once and each verified with
 //!    filecoin-proofs' verifier (`grpc_e2e.rs` counts on these proofs for that), then each
-//!    metric name in each query must be a series in its `/metrics`. A renamed metric or a typo in a panel fails here instead of
+//!    metric name in each query must be a series in its `/metrics`, and each kind's proof is
+//!    counted as completed. A renamed metric or a typo in a panel fails here instead of
 //!    leaving an empty panel on a farm's screen. The per-device families, which only a
 //!    daemon with a GPU exports, are listed in [`GPU_ONLY`] and exempt here.
 //! 3. With the `cuda` feature, the same on a CUDA daemon, with nothing exempt, and each
@@ -438,6 +439,12 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_cpu_daemon() {
         &metrics,
         &["cuzk_proof_duration_seconds", "cuzk_partition_synthesis_seconds", "cuzk_partition_prove_seconds"],
     );
+    // Each kind's one completed proof is counted under its kind (the other tests that read
+    // this counter prove only the PoSt kinds).
+    for kind in KINDS {
+        let line = format!("cuzk_proofs_completed_total{{kind=\"{}\"}} 1", kind.name());
+        assert!(metrics.lines().any(|l| l == line), "no {line:?} in /metrics:\n{metrics}");
+    }
 }
 
 /// The GPU suite's half: on a CUDA daemon nothing is exempt, and each per-device family has
