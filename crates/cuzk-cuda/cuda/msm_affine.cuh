@@ -53,8 +53,8 @@ static_assert(sizeof(aff_point_t) == sizeof(aff_affine_t::mem_t), "affine layout
 static const uint32_t RND_SLOTS = 32;
 static const uint32_t RND_BLOCK = 128;
 
-// What a slot does with its pair.
-enum rnd_kind_t : uint32_t { RND_COPY, RND_ADD, RND_DOUBLE, RND_INF, RND_FIRST, RND_SECOND };
+// What a slot does with its pair (a slot without one carries its point over).
+enum rnd_kind_t : uint32_t { RND_ADD, RND_DOUBLE, RND_INF, RND_FIRST, RND_SECOND };
 
 // One round's input points: the MSM's own through the sort's references (first round), or
 // the previous round's sums.
