@@ -15,7 +15,7 @@
 // holds an array. A round adds neighbouring points of every bucket in pairs (0+1, 2+3, …; an
 // odd last point is carried over), writing ⌈c/2⌉ points for a bucket of c into a fresh array,
 // bucket after bucket, and rounds repeat until no bucket holds more than one point, its sum.
-//   - Each warp takes 32·RND_SLOTS consecutive output slots, lane l every 32nd from l, so
+//   - Each warp takes 32·spt consecutive output slots, lane l every 32nd from l, so
 //     neighbouring lanes read neighbouring points and write neighbouring sums (coalesced),
 //     and every thread has the same work whatever the bucket sizes: a bucket of a million
 //     equal digits is just many slots.
@@ -36,7 +36,10 @@
 // infinity, since batch addition sums that one (msm_wide.cuh).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <vector>
 #include <cub/device/device_scan.cuh>
 
 typedef xyzz_t<fp_t> aff_bucket_t;
@@ -48,10 +51,26 @@ struct aff_point_t {
 };
 static_assert(sizeof(aff_point_t) == sizeof(aff_affine_t::mem_t), "affine layout");
 
-// Output slots per thread, i.e. denominators per inversion. sppark's reciprocal costs about
-// 20 multiplications, so 32 leave it under one a point.
-static const uint32_t RND_SLOTS = 32;
+// Output slots per thread (spt), i.e. denominators per inversion, chosen per round: as many
+// as RND_MAX_SLOTS while the round has slots enough to keep RND_WAVES threads per SM slot of
+// the device busy, fewer (down to RND_MIN_SLOTS) in the short late rounds. A thread's slots are
+// a serial chain of dependent loads, so a round with too few threads waits on latency: with 32
+// slots at every round a 2^22-point MSM took 58 ms of buckets against XYZZ's 31 (H100).
+// sppark's reciprocal costs about 20 multiplications, so 64 slots leave it at a third of one
+// a point.
+static const uint32_t RND_MAX_SLOTS = 64;
+static const uint32_t RND_MIN_SLOTS = 4;
+static const uint32_t RND_WAVES = 2;
 static const uint32_t RND_BLOCK = 128;
+
+// Slots per thread for a round of `total` slots on a device of `sm_count` SMs (2048 resident
+// threads each on sm_70 and later).
+static inline uint32_t rnd_slots_per_thread(size_t total, uint32_t sm_count)
+{
+    const size_t threads = (size_t)sm_count * 2048 * RND_WAVES;
+    const size_t spt = (total + threads - 1) / threads;
+    return (uint32_t)std::min<size_t>(RND_MAX_SLOTS, std::max<size_t>(RND_MIN_SLOTS, spt));
+}
 
 // What a slot does with its pair (a slot without one carries its point over).
 enum rnd_kind_t : uint32_t { RND_ADD, RND_DOUBLE, RND_INF, RND_FIRST, RND_SECOND };
@@ -144,9 +163,8 @@ __global__ static void rnd_first_offsets(const uint32_t* hist, uint32_t B, bool 
 #endif
 }
 
-// cnt[b] = ⌈c_b/2⌉ (cnt[B] = 0, so the exclusive scan's last entry is the total); with
-// `max_count`, the largest c_b too.
-__global__ static void rnd_counts(const uint32_t* off, uint32_t B, uint32_t* cnt, uint32_t* max_count)
+// cnt[b] = ⌈c_b/2⌉ (cnt[B] = 0, so the exclusive scan's last entry is the total).
+__global__ static void rnd_counts(const uint32_t* off, uint32_t B, uint32_t* cnt)
 {
 #ifdef __CUDA_ARCH__
     const uint32_t b = threadIdx.x + blockIdx.x * blockDim.x;
@@ -155,11 +173,26 @@ __global__ static void rnd_counts(const uint32_t* off, uint32_t B, uint32_t* cnt
         c = off[b + 1] - off[b];
     if (b <= B)
         cnt[b] = (c + 1) / 2;
-    if (max_count != nullptr) {
-        const uint32_t m = __reduce_max_sync(0xffffffff, c);
-        if ((threadIdx.x & 31) == 0 && m > 0)
-            atomicMax(max_count, m);
+#endif
+}
+
+// largest[y] = the most points in one bucket of window y, for the `nwins` windows of
+// `hist` (rows of B ≥ 32 end offsets, so a warp never spans two windows), bucket 0 of the
+// first window not counted (batch addition sums it). largest[] is zero on entry.
+__global__ static void rnd_largest(const uint32_t* hist, uint32_t nwins, uint32_t B, uint32_t* largest)
+{
+#ifdef __CUDA_ARCH__
+    const size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
+    const uint32_t y = (uint32_t)(i / B), b = (uint32_t)(i % B);
+    uint32_t c = 0;
+    if (y < nwins) {
+        const uint32_t* h = hist + (size_t)y * B;
+        const uint32_t start = b > 0 ? h[b - 1] : y == 0 ? h[0] : 0;
+        c = h[b] - start;
     }
+    const uint32_t m = __reduce_max_sync(0xffffffff, c);
+    if ((threadIdx.x & 31) == 0 && m > 0)
+        atomicMax(&largest[y], m);
 #endif
 }
 
@@ -167,15 +200,16 @@ __global__ static void rnd_counts(const uint32_t* off, uint32_t B, uint32_t* cnt
 // in_off[b] + 2j and the next, j = o − out_off[b], or carries the first alone when it is the
 // bucket's last. No thread returns early: every lane of a warp takes part in the inversion.
 __launch_bounds__(RND_BLOCK) __global__
-static void rnd_pairs(rnd_in_t in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, aff_point_t* out)
+static void rnd_pairs(rnd_in_t in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, uint32_t spt,
+                      aff_point_t* out)
 {
 #ifdef __CUDA_ARCH__
     const uint32_t total = out_off[B];
-    const uint32_t tid = threadIdx.x + blockIdx.x * blockDim.x;
+    const size_t tid = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
     const uint32_t lane = tid & 31;
-    const size_t first = (size_t)(tid - lane) * RND_SLOTS + lane;   // warp base + lane
+    const size_t first = (tid - lane) * spt + lane;   // warp base + lane
     const size_t left = first >= total ? 0 : (total - first + 31) / 32;
-    const uint32_t nslots = left < RND_SLOTS ? (uint32_t)left : RND_SLOTS;
+    const uint32_t nslots = left < spt ? (uint32_t)left : spt;
 
     // The bucket of the first slot: the last b with out_off[b] ≤ first (it is not empty).
     uint32_t b0 = 0;
@@ -265,11 +299,14 @@ __global__ static void rnd_finish(rnd_in_t in, const uint32_t* off, uint32_t B, 
 // Device memory for the rounds of one window at a time: the point arrays, two offset arrays
 // and the scan's scratch. Allocation may fail: `ok()` false, and the caller keeps sppark's
 // accumulate.
+// The most windows one call of affine_rounds takes (a 255-bit scalar in windows of ≥ 16 bits).
+static const uint32_t RND_MAX_WINDOWS = 32;
+
 struct rnd_buffers_t {
     uint32_t B;
     size_t cap[2];
     optional_buffer_t<aff_point_t> pts0, pts1;
-    optional_buffer_t<uint32_t> offs, max_count;
+    optional_buffer_t<uint32_t> offs, largest;
     size_t scan_bytes = 0;
     optional_buffer_t<uint8_t> scan;
 
@@ -287,59 +324,82 @@ struct rnd_buffers_t {
     // Every byte the rounds ask for: the caller checks the margin with it first.
     static size_t bytes(size_t n, uint32_t B)
     {
-        return (capacity(n, B, 0) + capacity(n, B, 1)) * sizeof(aff_point_t) + (3 * (size_t)(B + 1) + 1) * sizeof(uint32_t)
+        return (capacity(n, B, 0) + capacity(n, B, 1)) * sizeof(aff_point_t) + (3 * (size_t)(B + 1) + RND_MAX_WINDOWS) * sizeof(uint32_t)
                + scan_scratch(B);
     }
 
     rnd_buffers_t(size_t n, uint32_t B_, cudaStream_t s)
         : B(B_), cap{capacity(n, B_, 0), capacity(n, B_, 1)}, pts0(cap[0], s), pts1(cap[1], s),
-          offs(3 * (size_t)(B_ + 1) + 1, s), max_count(1, s), scan_bytes(scan_scratch(B_)), scan(scan_bytes, s)
+          offs(3 * (size_t)(B_ + 1), s), largest(RND_MAX_WINDOWS, s), scan_bytes(scan_scratch(B_)), scan(scan_bytes, s)
     {}
-    bool ok() const { return pts0.ptr && pts1.ptr && offs.ptr && max_count.ptr && scan.ptr; }
+    bool ok() const { return pts0.ptr && pts1.ptr && offs.ptr && largest.ptr && scan.ptr; }
     uint32_t* off(int i) const { return offs.ptr + (size_t)i * (B + 1); }
     uint32_t* counts() const { return off(2); }
 };
 
 // The bucket sums of `nwins` windows (row after row of 2^(wbits − 1) buckets), window by
-// window, the first window's first bucket left at infinity. One host round trip per window
-// (the largest bucket decides how many rounds it takes).
-static void affine_rounds(const stream_t& s, aff_bucket_t::mem_t* buckets, uint32_t nwins, uint32_t wbits,
-                          size_t n, const aff_affine_t::mem_t* points_, vec2d_t<uint32_t> digits,
-                          vec2d_t<uint32_t> hist, rnd_buffers_t& buf)
+// window, the first window's first bucket left at infinity. One host round trip for all of
+// them: each window's largest bucket decides how many rounds it takes. With `trace`, the
+// first window's rounds are timed one by one (stderr).
+static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::mem_t* buckets, uint32_t nwins,
+                          uint32_t wbits, size_t n, const aff_affine_t::mem_t* points_, vec2d_t<uint32_t> digits,
+                          vec2d_t<uint32_t> hist, rnd_buffers_t& buf, bool trace)
 {
+    if (nwins > RND_MAX_WINDOWS)
+        throw std::invalid_argument("affine bucket sums: too many windows in one call");
     const aff_point_t* points = reinterpret_cast<const aff_point_t*>(points_);
     const uint32_t B = 1u << (wbits - 1);
     const uint32_t off_blocks = (B + 1 + 255) / 256;
+
+    CUDA_OK(cudaMemsetAsync(buf.largest.ptr, 0, nwins * sizeof(uint32_t), s));
+    rnd_largest<<<(uint32_t)(((size_t)nwins * B + 255) / 256), 256, 0, s>>>(&hist[0][0], nwins, B, buf.largest.ptr);
+    CUDA_OK(cudaGetLastError());
+    uint32_t largest[RND_MAX_WINDOWS];
+    s.DtoH(largest, buf.largest.ptr, nwins);
+    s.sync();
+
+    std::vector<timing_event> marks(trace ? 34 : 0);
+    std::vector<uint32_t> spts;
     for (uint32_t y = 0; y < nwins; y++) {
+        const bool timed = trace && y == 0;
         rnd_first_offsets<<<off_blocks, 256, 0, s>>>(&hist[y][0], B, y == 0, buf.off(0));
         CUDA_OK(cudaGetLastError());
-        CUDA_OK(cudaMemsetAsync(buf.max_count.ptr, 0, sizeof(uint32_t), s));
-        rnd_counts<<<off_blocks, 256, 0, s>>>(buf.off(0), B, buf.counts(), buf.max_count.ptr);
-        CUDA_OK(cudaGetLastError());
-        uint32_t max_count = 0;
-        s.DtoH(&max_count, buf.max_count.ptr, 1);
-        s.sync();
-
         rnd_in_t in{points, &digits[y][0]};
         int cur = 0;            // offsets of the round's input: buf.off(cur)
         size_t bound = n;       // points in the round's input, at most
-        for (uint32_t r = 0; (1u << r) < max_count; r++) {
-            if (r > 0) {
-                rnd_counts<<<off_blocks, 256, 0, s>>>(buf.off(cur), B, buf.counts(), nullptr);
-                CUDA_OK(cudaGetLastError());
-            }
+        uint32_t r = 0;
+        for (; (1u << r) < largest[y]; r++) {
+            if (timed && r < 32)
+                marks[r].record(s);
+            rnd_counts<<<off_blocks, 256, 0, s>>>(buf.off(cur), B, buf.counts());
+            CUDA_OK(cudaGetLastError());
             size_t scratch = buf.scan_bytes;
             CUDA_OK(cub::DeviceScan::ExclusiveSum(buf.scan.ptr, scratch, buf.counts(), buf.off(cur ^ 1), B + 1, s));
             bound = (bound + B) / 2;
             aff_point_t* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
-            const size_t warps = (bound + 32 * RND_SLOTS - 1) / (32 * RND_SLOTS);
+            const uint32_t spt = rnd_slots_per_thread(bound, sm_count);
+            if (timed)
+                spts.push_back(spt);
+            const size_t warps = (bound + 32 * spt - 1) / (32 * spt);
             const size_t blocks = (warps * 32 + RND_BLOCK - 1) / RND_BLOCK;
-            rnd_pairs<<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, out);
+            rnd_pairs<<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt, out);
             CUDA_OK(cudaGetLastError());
             in = rnd_in_t{out, nullptr};
             cur ^= 1;
         }
+        if (timed)
+            marks[std::min(r, 32u)].record(s);
         rnd_finish<<<(B + 255) / 256, 256, 0, s>>>(in, buf.off(cur), B, buckets + (size_t)y * B);
         CUDA_OK(cudaGetLastError());
+        if (timed) {
+            marks[33].record(s);
+            s.sync();
+            const uint32_t rounds = std::min(r, 32u);
+            fprintf(stderr, "cuzk affine buckets n=%zu w=%u: window 0, largest bucket %u, %u rounds (ms):", n, wbits,
+                    largest[0], r);
+            for (uint32_t k = 0; k < rounds; k++)
+                fprintf(stderr, " %.2f (%u/thread)", marks[k + 1].ms_since(marks[k]), spts[k]);
+            fprintf(stderr, "; finish %.2f\n", marks[33].ms_since(marks[rounds]));
+        }
     }
 }

@@ -297,8 +297,8 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         bool launched = false;
         if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
             if (rounds) {
-                affine_rounds(s, buckets.ptr + (size_t)g * row, end - g, wbits, n, d_points, group_digits,
-                              group_hist, *rounds);
+                affine_rounds(s, gpu.sm_count(), buckets.ptr + (size_t)g * row, end - g, wbits, n, d_points,
+                              group_digits, group_hist, *rounds, trace && g == 0);
                 launched = true;
             }
         }
