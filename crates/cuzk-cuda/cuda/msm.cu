@@ -39,9 +39,16 @@ typedef fr_t scalar_t;
 
 // What a run is asked to do (the Rust side's MsmPath): sppark's Pippenger as it is; a witness
 // MSM, split when it can be (msm_split.cuh); a dense MSM, with wide windows when it can be
-// (msm_wide.cuh); and, for benchmarks and tests only, the wide windows with their G1 buckets
-// summed in affine coordinates (msm_affine.cuh, slower than sppark's XYZZ sums so far).
-enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2, MSM_DENSE_AFFINE = 3 };
+// (msm_wide.cuh, whose G1 buckets from 2^26 points are summed in affine coordinates,
+// msm_affine.cuh); and, for benchmarks and tests only, the wide windows with one bucket kernel
+// forced: sppark's XYZZ accumulate, or our affine rounds at any size.
+enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2, MSM_DENSE_XYZZ = 3, MSM_DENSE_AFFINE = 4 };
+
+// The wide path's bucket kernel for a path (msm_wide.cuh).
+static wide_buckets_t wide_buckets(uint32_t how)
+{
+    return how == MSM_DENSE_XYZZ ? WIDE_XYZZ : how == MSM_DENSE_AFFINE ? WIDE_AFFINE : WIDE_AFFINE_LARGE;
+}
 
 template<class bucket, class point, class affine>
 struct msm_ctx {
@@ -249,7 +256,7 @@ static bool staged_run(const gpu_t& gpu, ctx_t* ctx, const scalar_t* scalars, si
         if (how == MSM_WITNESS)
             done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, pts, scalars + off, len, part, part_dense);
         if (!done)
-            done = wide_msm<bucket, point, affine>(gpu, pts, scalars + off, len, part, pause, how == MSM_DENSE_AFFINE);
+            done = wide_msm<bucket, point, affine>(gpu, pts, scalars + off, len, part, pause, wide_buckets(how));
         if (!done)
             ctx_pippenger<ctx_t, point, affine>(ctx, scalars, off, len, true, pts, &part);
         out.add(part);
@@ -296,7 +303,7 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
                 done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
             // A witness too dense to split is a dense MSM like any other.
             if (on_chip && !done && how != MSM_SPPARK)
-                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause, how == MSM_DENSE_AFFINE);
+                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause, wide_buckets(how));
             // A long one pauses between chunks of points (msm_chunked.cuh).
             if (!done)
                 done = chunked_msm<point, affine>(gpu, ctx->host_points, n, ctx->chunk_points, pause, *out,

@@ -1,6 +1,7 @@
 // The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, G1 only, by
-// rounds of pairwise additions: MsmPath::DenseAffine, a benchmark path beside sppark's XYZZ
-// accumulate until it measures faster.
+// rounds of pairwise additions. The prover's dense G1 MSMs of ≥ 2^26 points take it
+// (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS): there it beat sppark's XYZZ accumulate on an
+// H100 (2^27: 731 against 794 ms of buckets), below it lost (BENCHMARKS.md, 2026-12-06).
 //
 // Why affine: after the sort every point is added to one bucket per window, and at 2^27 points
 // that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each

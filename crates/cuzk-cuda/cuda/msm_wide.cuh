@@ -7,7 +7,7 @@
 // so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
 // window is private, so this file drives sppark's public kernels itself:
 //   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
-//   thread per bucket; for benchmarks our affine rounds in G1, msm_affine.cuh) and
+//   thread per bucket; in G1 from 2^26 points our affine rounds instead, msm_affine.cuh) and
 //   batch_addition (window 0's first bucket, as msm_t does)
 // over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
 // parallel over the buckets of every window instead of one block per window.
@@ -69,6 +69,13 @@ static const uint32_t WIDE_MAX_TOP_SHIFT = 9;
 // 2^27 points make three launches of ~0.27 s. A G2 window costs ~3× a G1 window, so G2
 // launches take WIDE_PAUSE_GROUP / degree windows.
 static const uint32_t WIDE_PAUSE_GROUP = 4;
+
+// How the buckets are summed. The prover's dense MSMs take WIDE_AFFINE_LARGE: our affine
+// rounds (msm_affine.cuh) in G1 from 2^WIDE_AFFINE_MIN_LG_POINTS points, where they measured
+// faster than sppark's XYZZ accumulate (H100: −4 % of the whole MSM at 96 M and 2^27 points,
+// +3 % at 2^24, +1 % at 2^25); the other two force one kernel, for benchmarks and tests.
+enum wide_buckets_t : uint32_t { WIDE_XYZZ, WIDE_AFFINE_LARGE, WIDE_AFFINE };
+static const uint32_t WIDE_AFFINE_MIN_LG_POINTS = 26;
 
 struct wide_shape_t {
     uint32_t wbits, nwins, top, shift;
@@ -200,12 +207,12 @@ static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses, uint
 
 // Σ scalars[i]·points[i], i < n, both on the device, scalars in Montgomery form. Returns false,
 // having computed nothing, when declined; throws cuda_error on any other CUDA failure. `pause`
-// is called between steps when active (see the file comment). affine: in G1, the buckets are
-// summed in affine coordinates (msm_affine.cuh) where their arrays fit; otherwise, and always
-// in G2, by sppark's accumulate.
+// is called between steps when active (see the file comment). `how`: in G1, the buckets are
+// summed in affine coordinates (msm_affine.cuh) where it says so and their arrays fit;
+// otherwise, and always in G2, by sppark's accumulate.
 template<class bucket_t, class point_t, class affine_t>
 static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d_scalars, size_t n,
-                     point_t& out, pause_hook_t& pause, bool affine)
+                     point_t& out, pause_hook_t& pause, wide_buckets_t how)
 {
     using bucket_h = typename bucket_t::mem_t;
     using affine_h = typename affine_t::mem_t;
@@ -246,6 +253,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     // the buckets are summed by sppark's accumulate.
     std::unique_ptr<rnd_buffers_t> rounds;
     if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
+        const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= WIDE_AFFINE_MIN_LG_POINTS);
         if (affine && leaves_margin(gpu, rnd_buffers_t::bytes(n, row))) {
             rounds.reset(new rnd_buffers_t(n, row, s));
             if (!rounds->ok())

@@ -69,12 +69,14 @@ pub enum MsmPath {
     Sppark = 0,
     /// Witness scalars: split by value when it can be.
     Witness = 1,
-    /// Dense scalars: wide windows when it can be (device scalars, resident points).
+    /// Dense scalars: wide windows when it can be (device scalars, resident points); in G1
+    /// from 2^26 points, the buckets summed in affine coordinates by rounds of pairwise
+    /// additions (cuda/msm_affine.cuh), where that measured faster.
     Dense = 2,
-    /// [`MsmPath::Dense`] with the G1 buckets summed in affine coordinates by rounds of
-    /// pairwise additions (cuda/msm_affine.cuh): benchmarks and tests only until it measures
-    /// faster than `Dense`.
-    DenseAffine = 3,
+    /// [`MsmPath::Dense`] with sppark's XYZZ bucket sums at every size (benchmarks, tests).
+    DenseXyzz = 3,
+    /// [`MsmPath::Dense`] with the affine rounds at every size in G1 (benchmarks, tests).
+    DenseAffine = 4,
 }
 
 impl Scalars<'_> {

@@ -127,11 +127,11 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     }
 }
 
-/// The affine bucket sums of the wide path (cuda/msm_affine.cuh, a benchmark path) meet every
-/// exception to the addition formula: a bucket holding a point twice (a doubling), a point and
-/// its negation (a sum at infinity, taken up again in a later round), points at infinity, and
-/// buckets of 600 and 1500 points, which take ten and eleven rounds and span many threads'
-/// slots.
+/// The affine bucket sums of the wide path (cuda/msm_affine.cuh; the prover's from 2^26
+/// points) meet every exception to the addition formula: a bucket holding a point twice (a
+/// doubling), a point and its negation (a sum at infinity, taken up again in a later round),
+/// points at infinity, and buckets of 600 and 1500 points, which take ten and eleven rounds and
+/// span many threads' slots; and a bucket of an eighth of the points, or of all of them.
 #[test]
 fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     let mut r = rng(13);
@@ -160,10 +160,27 @@ fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     let want = msm_g1(&pts, &sc);
     let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
     let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
-    for path in [MsmPath::DenseAffine, MsmPath::Dense, MsmPath::Sppark] {
+    for path in [MsmPath::DenseAffine, MsmPath::Dense, MsmPath::DenseXyzz, MsmPath::Sppark] {
         let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }, path).unwrap();
         assert_eq!(got, want, "{path:?}");
     }
+
+    // Lopsided windows: a block of n/8 equal scalars makes one bucket per window with an
+    // eighth of the points, and n equal scalars one bucket with all of them (22 rounds, the
+    // first of n/2 pairs in one bucket).
+    let u = Fr::random(&mut r);
+    sc[n / 2..n / 2 + n / 8].fill(u);
+    let want = msm_g1(&pts, &sc);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let (got, _, _) =
+        m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }, MsmPath::DenseAffine).unwrap();
+    assert_eq!(got, want, "affine rounds with a bucket of n/8 points");
+    let same = vec![u; n];
+    let want = pts.iter().fold(G1Projective::identity(), |acc, p| acc + p) * u;
+    let (buf, _) = DeviceBuffer::upload(DEV, &same).unwrap();
+    let (got, _, _) =
+        m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len: n }, MsmPath::DenseAffine).unwrap();
+    assert_eq!(got, want, "affine rounds over n equal scalars");
 }
 
 #[test]
