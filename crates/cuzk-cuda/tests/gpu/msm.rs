@@ -183,6 +183,25 @@ fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     assert_eq!(got, want, "affine rounds over n equal scalars");
 }
 
+/// The prover's dense G1 MSMs switch from sppark's XYZZ bucket sums to the affine rounds at
+/// 2^26 points (cuda/msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS): on either side of it `Dense`
+/// equals the XYZZ path and sppark's Pippenger (both checked against the CPU above).
+#[test]
+fn dense_msms_equal_sppark_on_either_side_of_the_affine_switch() {
+    let mut r = rng(14);
+    let n = (1usize << 26) + 3;
+    let pts = many_g1_points(&mut r, n);
+    let sc = random_scalars(&mut r, n);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    for len in [(1 << 26) - 1, 1 << 26, n] {
+        let run = |path| m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len }, path).unwrap().0;
+        let want = run(MsmPath::Sppark);
+        assert_eq!(run(MsmPath::Dense), want, "Dense, {len} points");
+        assert_eq!(run(MsmPath::DenseXyzz), want, "DenseXyzz, {len} points");
+    }
+}
+
 #[test]
 fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let mut r = rng(13);
