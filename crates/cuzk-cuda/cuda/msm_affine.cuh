@@ -297,12 +297,12 @@ __global__ static void rnd_finish(rnd_in_t in, const uint32_t* off, uint32_t B, 
 #endif
 }
 
-// Device memory for the rounds of one window at a time: the point arrays, two offset arrays
-// and the scan's scratch. Allocation may fail: `ok()` false, and the caller keeps sppark's
-// accumulate.
 // The most windows one call of affine_rounds takes (a 255-bit scalar in windows of ≥ 16 bits).
 static const uint32_t RND_MAX_WINDOWS = 32;
 
+// Device memory for the rounds of one window at a time: the point arrays, two offset arrays,
+// the windows' largest buckets and the scan's scratch. Allocation may fail: `ok()` false, and
+// the caller keeps sppark's accumulate.
 struct rnd_buffers_t {
     uint32_t B;
     size_t cap[2];
