@@ -359,18 +359,21 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::me
     s.DtoH(largest, buf.largest.ptr, nwins);
     s.sync();
 
-    std::vector<timing_event> marks(trace ? 34 : 0);
-    std::vector<uint32_t> spts;
     for (uint32_t y = 0; y < nwins; y++) {
+        // ⌈lg largest⌉ rounds leave every bucket with one point (largest < 2^31: n is).
+        uint32_t rounds = 0;
+        while ((1u << rounds) < largest[y])
+            rounds++;
         const bool timed = trace && y == 0;
+        std::vector<timing_event> marks(timed ? rounds + 2 : 0);   // before each round, finish, end
+        std::vector<uint32_t> spts;
         rnd_first_offsets<<<off_blocks, 256, 0, s>>>(&hist[y][0], B, y == 0, buf.off(0));
         CUDA_OK(cudaGetLastError());
         rnd_in_t in{points, &digits[y][0]};
         int cur = 0;            // offsets of the round's input: buf.off(cur)
         size_t bound = n;       // points in the round's input, at most
-        uint32_t r = 0;
-        for (; (1u << r) < largest[y]; r++) {
-            if (timed && r < 32)
+        for (uint32_t r = 0; r < rounds; r++) {
+            if (timed)
                 marks[r].record(s);
             rnd_counts<<<off_blocks, 256, 0, s>>>(buf.off(cur), B, buf.counts());
             CUDA_OK(cudaGetLastError());
@@ -379,8 +382,7 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::me
             bound = (bound + B) / 2;
             aff_point_t* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
             const uint32_t spt = rnd_slots_per_thread(bound, sm_count);
-            if (timed)
-                spts.push_back(spt);
+            spts.push_back(spt);
             const size_t warps = (bound + 32 * spt - 1) / (32 * spt);
             const size_t blocks = (warps * 32 + RND_BLOCK - 1) / RND_BLOCK;
             rnd_pairs<<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt, out);
@@ -389,18 +391,17 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::me
             cur ^= 1;
         }
         if (timed)
-            marks[std::min(r, 32u)].record(s);
+            marks[rounds].record(s);
         rnd_finish<<<(B + 255) / 256, 256, 0, s>>>(in, buf.off(cur), B, buckets + (size_t)y * B);
         CUDA_OK(cudaGetLastError());
         if (timed) {
-            marks[33].record(s);
+            marks[rounds + 1].record(s);
             s.sync();
-            const uint32_t rounds = std::min(r, 32u);
             fprintf(stderr, "cuzk affine buckets n=%zu w=%u: window 0, largest bucket %u, %u rounds (ms):", n, wbits,
-                    largest[0], r);
+                    largest[0], rounds);
             for (uint32_t k = 0; k < rounds; k++)
                 fprintf(stderr, " %.2f (%u/thread)", marks[k + 1].ms_since(marks[k]), spts[k]);
-            fprintf(stderr, "; finish %.2f\n", marks[33].ms_since(marks[rounds]));
+            fprintf(stderr, "; finish %.2f\n", marks[rounds + 1].ms_since(marks[rounds]));
         }
     }
 }
