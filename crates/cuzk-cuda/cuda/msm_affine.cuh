@@ -1,7 +1,8 @@
-// The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, G1 only, by
-// rounds of pairwise additions. The prover's dense G1 MSMs of ≥ 2^26 points take it
+// The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, by rounds of
+// pairwise additions, in G1 and G2. The prover's dense G1 MSMs of ≥ 2^26 points take it
 // (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS): there it beat sppark's XYZZ accumulate on an
-// H100 (2^27: 731 against 794 ms of buckets), below it lost (BENCHMARKS.md, 2026-12-06).
+// H100 (2^27: 731 against 794 ms of buckets), below it lost (BENCHMARKS.md, 2026-12-06). In
+// G2 it runs only when asked (MsmPath::DenseAffine) until it is measured.
 //
 // Why affine: after the sort every point is added to one bucket per window, and at 2^27 points
 // that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each
@@ -43,14 +44,25 @@
 #include <vector>
 #include <cub/device/device_scan.cuh>
 
-typedef xyzz_t<fp_t> aff_bucket_t;
-typedef aff_bucket_t::affine_t aff_affine_t;
+// The rounds are written once for both groups, over a field_t: fp_t in G1, and in G2 sppark's
+// device fp2_t, whose value is split across two neighbouring lanes (one coordinate half each,
+// degree 2; its products and inversions shuffle between the pair). A slot there belongs to a
+// pair of lanes, which run the same code on their halves: every decision is taken from
+// values both halves agree on (is_zero ballots across the pair), so a pair never diverges.
 
-// A point as sppark's affine_t::mem_t lays it out, with its coordinates readable.
-struct aff_point_t {
-    fp_t x, y;
+// A point as sppark's affine_t::mem_t lays it out, with its coordinates readable: in G2 each
+// lane reads and writes its own half of a coordinate through field_t::mem_t.
+template<class field_t>
+struct rnd_mem_t {
+    typename field_t::mem_t x, y;
 };
-static_assert(sizeof(aff_point_t) == sizeof(aff_affine_t::mem_t), "affine layout");
+// A point in registers.
+template<class field_t>
+struct rnd_point_t {
+    field_t x, y;
+};
+static_assert(sizeof(rnd_mem_t<fp_t>) == sizeof(xyzz_t<fp_t>::affine_t::mem_t), "affine layout, G1");
+static_assert(sizeof(rnd_mem_t<fp2_t>) == sizeof(xyzz_t<fp2_t>::affine_t::mem_t), "affine layout, G2");
 
 // Output slots per thread (spt), i.e. denominators per inversion, chosen per round: as many
 // as RND_MAX_SLOTS while the round has slots enough to keep RND_WAVES threads per SM slot of
@@ -65,10 +77,10 @@ static const uint32_t RND_WAVES = 2;
 static const uint32_t RND_BLOCK = 128;
 
 // Slots per thread for a round of `total` slots on a device of `sm_count` SMs (2048 resident
-// threads each on sm_70 and later).
-static inline uint32_t rnd_slots_per_thread(size_t total, uint32_t sm_count)
+// threads each on sm_70 and later), `degree` lanes a slot.
+static inline uint32_t rnd_slots_per_thread(size_t total, uint32_t sm_count, uint32_t degree)
 {
-    const size_t threads = (size_t)sm_count * 2048 * RND_WAVES;
+    const size_t threads = (size_t)sm_count * 2048 * RND_WAVES / degree;
     const size_t spt = (total + threads - 1) / threads;
     return (uint32_t)std::min<size_t>(RND_MAX_SLOTS, std::max<size_t>(RND_MIN_SLOTS, spt));
 }
@@ -78,42 +90,54 @@ enum rnd_kind_t : uint32_t { RND_ADD, RND_DOUBLE, RND_INF, RND_FIRST, RND_SECOND
 
 // One round's input points: the MSM's own through the sort's references (first round), or
 // the previous round's sums.
+template<class field_t>
 struct rnd_in_t {
-    const aff_point_t* points;
+    const rnd_mem_t<field_t>* points;
     const uint32_t* refs;   // null after the first round
 
-// The device side only: the host pass sees blst's host field type, not sppark's device one.
+// The device side only: the host pass sees blst's host field types, not sppark's device ones.
 #ifdef __CUDA_ARCH__
-    __device__ __forceinline__ fp_t x(uint32_t i) const
+    __device__ __forceinline__ field_t x(uint32_t i) const
     {
         return refs ? points[refs[i] & 0x7fffffff].x : points[i].x;
     }
-    __device__ __forceinline__ aff_point_t load(uint32_t i) const
+    __device__ __forceinline__ rnd_point_t<field_t> load(uint32_t i) const
     {
-        if (!refs)
-            return points[i];
-        const uint32_t r = refs[i];
-        aff_point_t p = points[r & 0x7fffffff];
-        p.y.cneg(r >> 31);   // leaves a zero y zero, so (0, 0) stays the point at infinity
+        const uint32_t r = refs ? refs[i] : i;
+        const rnd_mem_t<field_t>& m = points[r & 0x7fffffff];
+        rnd_point_t<field_t> p{m.x, m.y};
+        if (refs)
+            p.y.cneg(r >> 31);   // leaves a zero y zero, so (0, 0) stays the point at infinity
         return p;
     }
 #endif
 };
 
 #ifdef __CUDA_ARCH__
-__device__ __forceinline__ static bool aff_is_inf(const aff_point_t& p)
+template<class field_t>
+__device__ __forceinline__ static bool aff_is_inf(const rnd_point_t<field_t>& p)
 {
     return p.x.is_zero(p.y);
 }
 
-__device__ __forceinline__ static void aff_store(aff_bucket_t::mem_t& out, const aff_point_t& p)
+template<class field_t>
+__device__ __forceinline__ static void aff_store(typename xyzz_t<field_t>::mem_t& out, const rnd_point_t<field_t>& p)
 {
-    aff_bucket_t b{p.x, p.y, aff_is_inf(p)};
+    xyzz_t<field_t> b{p.x, p.y, aff_is_inf(p)};
     out = b;
 }
 
+template<class field_t>
+__device__ __forceinline__ static void rnd_store(rnd_mem_t<field_t>& out, const rnd_point_t<field_t>& p)
+{
+    out.x = p.x;
+    out.y = p.y;
+}
+
 // The kind of pair (p, q) and, for additions and doublings, its denominator.
-__device__ __forceinline__ static rnd_kind_t rnd_classify(const aff_point_t& p, const aff_point_t& q, fp_t& den)
+template<class field_t>
+__device__ __forceinline__ static rnd_kind_t rnd_classify(const rnd_point_t<field_t>& p, const rnd_point_t<field_t>& q,
+                                                         field_t& den)
 {
     if (aff_is_inf(p))
         return RND_SECOND;
@@ -131,9 +155,10 @@ __device__ __forceinline__ static rnd_kind_t rnd_classify(const aff_point_t& p, 
 
 // The same from the x coordinates alone where they decide it (the forward pass reads no y
 // unless an x is zero or the two are equal, both rare).
-__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t& in, uint32_t src, fp_t& den)
+template<class field_t>
+__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t<field_t>& in, uint32_t src, field_t& den)
 {
-    const fp_t px = in.x(src), qx = in.x(src + 1);
+    const field_t px = in.x(src), qx = in.x(src + 1);
     if (!px.is_zero() && !qx.is_zero()) {
         den = qx - px;
         if (!den.is_zero())
@@ -199,17 +224,20 @@ __global__ static void rnd_largest(const uint32_t* hist, uint32_t nwins, uint32_
 
 // One round: slot o of bucket b (out_off[b] ≤ o < out_off[b + 1]) takes input points
 // in_off[b] + 2j and the next, j = o − out_off[b], or carries the first alone when it is the
-// bucket's last. No thread returns early: every lane of a warp takes part in the inversion.
+// bucket's last. A warp takes 32/degree slots a step (its lanes, or pairs of them in G2). No
+// thread returns early: every lane of a warp takes part in the inversion.
+template<class field_t>
 __launch_bounds__(RND_BLOCK) __global__
-static void rnd_pairs(rnd_in_t in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, uint32_t spt,
-                      aff_point_t* out)
+static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, uint32_t spt,
+                      rnd_mem_t<field_t>* out)
 {
 #ifdef __CUDA_ARCH__
+    constexpr uint32_t D = field_t::degree, W = 32 / D;
     const uint32_t total = out_off[B];
     const size_t tid = threadIdx.x + (size_t)blockIdx.x * blockDim.x;
     const uint32_t lane = tid & 31;
-    const size_t first = (tid - lane) * spt + lane;   // warp base + lane
-    const size_t left = first >= total ? 0 : (total - first + 31) / 32;
+    const size_t first = (tid - lane) / D * spt + lane / D;   // the warp's first slot + its slot lane
+    const size_t left = first >= total ? 0 : (total - first + W - 1) / W;
     const uint32_t nslots = left < spt ? (uint32_t)left : spt;
 
     // The bucket of the first slot: the last b with out_off[b] ≤ first (it is not empty).
@@ -227,47 +255,47 @@ static void rnd_pairs(rnd_in_t in, const uint32_t* in_off, const uint32_t* out_o
     }
 
     // Forward: the running product of the denominators, slot by slot, kept in out[o].x.
-    fp_t run = fp_t::one();
+    field_t run = field_t::one();
     uint32_t b = b0;
     #pragma unroll 1
     for (uint32_t k = 0; k < nslots; k++) {
-        const uint32_t o = (uint32_t)first + 32 * k;
+        const uint32_t o = (uint32_t)first + W * k;
         b = rnd_bucket_at(out_off, b, o);
         const uint32_t src = in_off[b] + 2 * (o - out_off[b]);
-        fp_t den;
+        field_t den;
         if (src + 1 < in_off[b + 1] && rnd_denominator(in, src, den))
             run *= den;
         out[o].x = run;
     }
 
     __syncwarp();
-    fp_t inv = run.reciprocal();
+    field_t inv = run.reciprocal();
 
     // Backward: inv is 1/(product through slot o) on entry to slot o.
     #pragma unroll 1
     for (uint32_t k = nslots; k-- > 0;) {
-        const uint32_t o = (uint32_t)first + 32 * k;
+        const uint32_t o = (uint32_t)first + W * k;
         // The forward pass left b at the last slot's bucket; walk it back.
         while (out_off[b] > o)
             b--;
         const uint32_t src = in_off[b] + 2 * (o - out_off[b]);
-        const aff_point_t p = in.load(src);
-        aff_point_t sum = p;
+        const rnd_point_t<field_t> p = in.load(src);
+        rnd_point_t<field_t> sum = p;
         if (src + 1 < in_off[b + 1]) {
-            const aff_point_t q = in.load(src + 1);
-            fp_t den;
+            const rnd_point_t<field_t> q = in.load(src + 1);
+            field_t den;
             const rnd_kind_t kind = rnd_classify(p, q, den);
             if (kind == RND_ADD || kind == RND_DOUBLE) {
-                const fp_t one_over = k ? inv * out[o - 32].x : inv;
+                const field_t one_over = k ? inv * field_t(out[o - W].x) : inv;
                 inv *= den;
-                fp_t num;
+                field_t num;
                 if (kind == RND_ADD) {
                     num = q.y - p.y;
                 } else {
                     num = p.x ^ 2;
                     num = num + num + num;
                 }
-                const fp_t lambda = num * one_over;
+                const field_t lambda = num * one_over;
                 sum.x = (lambda ^ 2) - p.x - (kind == RND_ADD ? q.x : p.x);
                 sum.y = lambda * (p.x - sum.x) - p.y;
             } else if (kind == RND_SECOND) {
@@ -277,17 +305,19 @@ static void rnd_pairs(rnd_in_t in, const uint32_t* in_off, const uint32_t* out_o
                 sum.y.zero();
             }
         }
-        out[o] = sum;
+        rnd_store(out[o], sum);
     }
 #endif
 }
 
-// The last round's points into the bucket row: bucket b holds out_off[b + 1] − out_off[b]
-// ≤ 1 points.
-__global__ static void rnd_finish(rnd_in_t in, const uint32_t* off, uint32_t B, aff_bucket_t::mem_t* row)
+// The last round's points into the bucket row (degree lanes a bucket): bucket b holds
+// out_off[b + 1] − out_off[b] ≤ 1 points.
+template<class field_t>
+__global__ static void rnd_finish(rnd_in_t<field_t> in, const uint32_t* off, uint32_t B,
+                                  typename xyzz_t<field_t>::mem_t* row)
 {
 #ifdef __CUDA_ARCH__
-    const uint32_t b = threadIdx.x + blockIdx.x * blockDim.x;
+    const uint32_t b = (threadIdx.x + blockIdx.x * blockDim.x) / field_t::degree;
     if (b >= B)
         return;
     if (off[b + 1] == off[b])
@@ -303,10 +333,11 @@ static const uint32_t RND_MAX_WINDOWS = 32;
 // Device memory for the rounds of one window at a time: the point arrays, two offset arrays,
 // the windows' largest buckets and the scan's scratch. Allocation may fail: `ok()` false, and
 // the caller keeps sppark's accumulate.
+template<class field_t>
 struct rnd_buffers_t {
     uint32_t B;
     size_t cap[2];
-    optional_buffer_t<aff_point_t> pts0, pts1;
+    optional_buffer_t<rnd_mem_t<field_t>> pts0, pts1;
     optional_buffer_t<uint32_t> offs, largest;
     size_t scan_bytes = 0;
     optional_buffer_t<uint8_t> scan;
@@ -325,8 +356,8 @@ struct rnd_buffers_t {
     // Every byte the rounds ask for: the caller checks the margin with it first.
     static size_t bytes(size_t n, uint32_t B)
     {
-        return (capacity(n, B, 0) + capacity(n, B, 1)) * sizeof(aff_point_t) + (3 * (size_t)(B + 1) + RND_MAX_WINDOWS) * sizeof(uint32_t)
-               + scan_scratch(B);
+        return (capacity(n, B, 0) + capacity(n, B, 1)) * sizeof(rnd_mem_t<field_t>)
+               + (3 * (size_t)(B + 1) + RND_MAX_WINDOWS) * sizeof(uint32_t) + scan_scratch(B);
     }
 
     rnd_buffers_t(size_t n, uint32_t B_, cudaStream_t s)
@@ -342,13 +373,15 @@ struct rnd_buffers_t {
 // window, the first window's first bucket left at infinity. One host round trip for all of
 // them: each window's largest bucket decides how many rounds it takes. With `trace`, the
 // first window's rounds are timed one by one (stderr).
-static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::mem_t* buckets, uint32_t nwins,
-                          uint32_t wbits, size_t n, const aff_affine_t::mem_t* points_, vec2d_t<uint32_t> digits,
-                          vec2d_t<uint32_t> hist, rnd_buffers_t& buf, bool trace)
+template<class field_t>
+static void affine_rounds(const stream_t& s, uint32_t sm_count, typename xyzz_t<field_t>::mem_t* buckets,
+                          uint32_t nwins, uint32_t wbits, size_t n, const void* points_, vec2d_t<uint32_t> digits,
+                          vec2d_t<uint32_t> hist, rnd_buffers_t<field_t>& buf, bool trace)
 {
+    constexpr uint32_t D = field_t::degree;
     if (nwins > RND_MAX_WINDOWS)
         throw std::invalid_argument("affine bucket sums: too many windows in one call");
-    const aff_point_t* points = reinterpret_cast<const aff_point_t*>(points_);
+    const auto* points = reinterpret_cast<const rnd_mem_t<field_t>*>(points_);
     const uint32_t B = 1u << (wbits - 1);
     const uint32_t off_blocks = (B + 1 + 255) / 256;
 
@@ -369,7 +402,7 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::me
         std::vector<uint32_t> spts;
         rnd_first_offsets<<<off_blocks, 256, 0, s>>>(&hist[y][0], B, y == 0, buf.off(0));
         CUDA_OK(cudaGetLastError());
-        rnd_in_t in{points, &digits[y][0]};
+        rnd_in_t<field_t> in{points, &digits[y][0]};
         int cur = 0;            // offsets of the round's input: buf.off(cur)
         size_t bound = n;       // points in the round's input, at most
         for (uint32_t r = 0; r < rounds; r++) {
@@ -380,25 +413,26 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, aff_bucket_t::me
             size_t scratch = buf.scan_bytes;
             CUDA_OK(cub::DeviceScan::ExclusiveSum(buf.scan.ptr, scratch, buf.counts(), buf.off(cur ^ 1), B + 1, s));
             bound = (bound + B) / 2;
-            aff_point_t* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
-            const uint32_t spt = rnd_slots_per_thread(bound, sm_count);
+            rnd_mem_t<field_t>* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
+            const uint32_t spt = rnd_slots_per_thread(bound, sm_count, D);
             spts.push_back(spt);
-            const size_t warps = (bound + 32 * spt - 1) / (32 * spt);
+            const size_t warps = (bound + 32 / D * spt - 1) / (32 / D * spt);
             const size_t blocks = (warps * 32 + RND_BLOCK - 1) / RND_BLOCK;
-            rnd_pairs<<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt, out);
+            rnd_pairs<field_t><<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt, out);
             CUDA_OK(cudaGetLastError());
-            in = rnd_in_t{out, nullptr};
+            in = rnd_in_t<field_t>{out, nullptr};
             cur ^= 1;
         }
         if (timed)
             marks[rounds].record(s);
-        rnd_finish<<<(B + 255) / 256, 256, 0, s>>>(in, buf.off(cur), B, buckets + (size_t)y * B);
+        rnd_finish<field_t><<<(uint32_t)(((size_t)B * D + 255) / 256), 256, 0, s>>>(in, buf.off(cur), B,
+                                                                                 buckets + (size_t)y * B);
         CUDA_OK(cudaGetLastError());
         if (timed) {
             marks[rounds + 1].record(s);
             s.sync();
-            fprintf(stderr, "cuzk affine buckets n=%zu w=%u: window 0, largest bucket %u, %u rounds (ms):", n, wbits,
-                    largest[0], rounds);
+            fprintf(stderr, "cuzk affine buckets G%u n=%zu w=%u: window 0, largest bucket %u, %u rounds (ms):", D, n,
+                    wbits, largest[0], rounds);
             for (uint32_t k = 0; k < rounds; k++)
                 fprintf(stderr, " %.2f (%u/thread)", marks[k + 1].ms_since(marks[k]), spts[k]);
             fprintf(stderr, "; finish %.2f\n", marks[rounds + 1].ms_since(marks[rounds]));

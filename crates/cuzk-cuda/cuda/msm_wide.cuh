@@ -50,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 // Smallest MSM taken here, as a power of two, and the widest window. sppark's own window at
@@ -73,7 +74,8 @@ static const uint32_t WIDE_PAUSE_GROUP = 4;
 // How the buckets are summed. The prover's dense MSMs take WIDE_AFFINE_LARGE: our affine
 // rounds (msm_affine.cuh) in G1 from 2^WIDE_AFFINE_MIN_LG_POINTS points, where they measured
 // faster than sppark's XYZZ accumulate (H100: −4 % of the whole MSM at 96 M and 2^27 points,
-// +3 % at 2^24, +1 % at 2^25); the other two force one kernel, for benchmarks and tests.
+// +3 % at 2^24, +1 % at 2^25), and sppark's accumulate in G2 (the rounds there are not
+// measured yet); the other two force one kernel in both groups, for benchmarks and tests.
 enum wide_buckets_t : uint32_t { WIDE_XYZZ, WIDE_AFFINE_LARGE, WIDE_AFFINE };
 static const uint32_t WIDE_AFFINE_MIN_LG_POINTS = 26;
 
@@ -207,9 +209,9 @@ static std::vector<uint32_t> wide_group_starts(uint32_t nwins, bool pauses, uint
 
 // Σ scalars[i]·points[i], i < n, both on the device, scalars in Montgomery form. Returns false,
 // having computed nothing, when declined; throws cuda_error on any other CUDA failure. `pause`
-// is called between steps when active (see the file comment). `how`: in G1, the buckets are
-// summed in affine coordinates (msm_affine.cuh) where it says so and their arrays fit;
-// otherwise, and always in G2, by sppark's accumulate.
+// is called between steps when active (see the file comment). `how`: the buckets are summed
+// in affine coordinates (msm_affine.cuh) where it says so and their arrays fit; otherwise by
+// sppark's accumulate.
 template<class bucket_t, class point_t, class affine_t>
 static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d_scalars, size_t n,
                      point_t& out, pause_hook_t& pause, wide_buckets_t how)
@@ -249,13 +251,17 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     optional_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
     if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
         return false;
-    // The affine rounds' arrays (G1 only) come last and are optional: without room for them
-    // the buckets are summed by sppark's accumulate.
-    std::unique_ptr<rnd_buffers_t> rounds;
-    if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
-        const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= WIDE_AFFINE_MIN_LG_POINTS);
-        if (affine && leaves_margin(gpu, rnd_buffers_t::bytes(n, row))) {
-            rounds.reset(new rnd_buffers_t(n, row, s));
+    // The affine rounds' arrays come last and are optional: without room for them the buckets
+    // are summed by sppark's accumulate. The prover's MSMs take the rounds in G1 only; G2 has
+    // them when asked (WIDE_AFFINE), for benchmarks and tests.
+    using rnd_field_t = std::conditional_t<degree == 1, fp_t, fp2_t>;
+    constexpr bool has_rounds = std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value;
+    std::unique_ptr<rnd_buffers_t<rnd_field_t>> rounds;
+    if constexpr (has_rounds) {
+        const bool affine = how == WIDE_AFFINE
+                            || (how == WIDE_AFFINE_LARGE && degree == 1 && lg_n >= WIDE_AFFINE_MIN_LG_POINTS);
+        if (affine && leaves_margin(gpu, rnd_buffers_t<rnd_field_t>::bytes(n, row))) {
+            rounds.reset(new rnd_buffers_t<rnd_field_t>(n, row, s));
             if (!rounds->ok())
                 rounds.reset();
         }
@@ -303,10 +309,10 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         vec2d_t<uint32_t> group_digits{&d_digits[g][0], (uint32_t)stride};
         vec2d_t<uint32_t> group_hist{&d_hist[g][0], row};
         bool launched = false;
-        if constexpr (std::is_same<bucket_t, aff_bucket_t>::value) {
+        if constexpr (has_rounds) {
             if (rounds) {
-                affine_rounds(s, gpu.sm_count(), buckets.ptr + (size_t)g * row, end - g, wbits, n, d_points,
-                              group_digits, group_hist, *rounds, trace && g == 0);
+                affine_rounds<rnd_field_t>(s, gpu.sm_count(), buckets.ptr + (size_t)g * row, end - g, wbits, n,
+                                           d_points, group_digits, group_hist, *rounds, trace && g == 0);
                 launched = true;
             }
         }

@@ -75,7 +75,8 @@ pub enum MsmPath {
     Dense = 2,
     /// [`MsmPath::Dense`] with sppark's XYZZ bucket sums at every size (benchmarks, tests).
     DenseXyzz = 3,
-    /// [`MsmPath::Dense`] with the affine rounds at every size in G1 (benchmarks, tests).
+    /// [`MsmPath::Dense`] with the affine rounds at every size, in G1 and G2 (benchmarks,
+    /// tests).
     DenseAffine = 4,
 }
 

@@ -296,6 +296,44 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     assert_eq!(got, msm_g2(&pts, &big), "paused dense G2 MSM of 2^40 everywhere");
 }
 
+/// The affine rounds in G2 (cuda/msm_affine.cuh over sppark's two-lane fp2_t; a benchmark path,
+/// MsmPath::DenseAffine): the exceptions of the G1 test above (a doubling, a cancellation,
+/// points at infinity, a bucket of 600 points in every window) and the paused form, against
+/// the CPU MSM.
+#[test]
+fn affine_bucket_sums_in_g2_equal_the_cpu_msm() {
+    let mut r = rng(16);
+    let n = (1usize << 22) + 5;
+    let mut pts = many_points::<G2Projective>(&mut r, n);
+    let mut sc = random_scalars(&mut r, n);
+    let v = Fr::random(&mut r);
+    let (p, q) = (pts[0], pts[1]);
+    for i in 0..600 {
+        pts[100 + i] = match i % 6 {
+            0 | 2 | 3 => p,
+            1 => -p,
+            4 => q,
+            _ => G2Affine::identity(),
+        };
+        sc[100 + i] = v;
+    }
+    for i in (7000..n).step_by(65_537) {
+        pts[i] = G2Affine::identity();
+    }
+    let want = msm_g2(&pts, &sc);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
+    let all = || Scalars::Device { buffer: &buf, offset: 0, len: n };
+    let (got, _, _) = m.run_path_on_device(all(), MsmPath::DenseAffine).unwrap();
+    assert_eq!(got, want, "G2 affine rounds");
+    let (got, _, _) = m.run_path_on_device(all(), MsmPath::Dense).unwrap();
+    assert_eq!(got, want, "G2 XYZZ buckets");
+    let mut pauses = 0;
+    let (got, _, _) = m.run_pausing(all(), MsmPath::DenseAffine, &mut || pauses += 1).unwrap();
+    assert_eq!(got, want, "G2 affine rounds, paused");
+    assert!(pauses > 0, "a paused wide G2 MSM pauses");
+}
+
 /// sppark's Pippenger cut into chunks with a pause between them (cuda/msm_chunked.cuh): B in
 /// G2, and G1 over streaming points. Chunks are set small here so that small MSMs pause.
 /// Resident and streaming contexts (the latter with its chunks copied ahead), host and device
