@@ -86,12 +86,11 @@ fn witness_scalars(n: usize, ones: u32, zeros: u32, seed: u64) -> Vec<Fr> {
 
 /// sppark's Pippenger against other paths on the same scalars in device memory: witness-like
 /// ones (`Some((ones, zeros))`, against the split) or random ones (`None`, against the wide
-/// windows; also with each bucket kernel forced: in G1 XYZZ and affine, in G2 affine).
+/// windows; also with each bucket kernel forced: XYZZ and affine).
 fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()> {
-    let paths: &[MsmPath] = match (witness, args.g2) {
-        (Some(_), _) => &[MsmPath::Witness],
-        (None, true) => &[MsmPath::Dense, MsmPath::DenseAffine],
-        (None, false) => &[MsmPath::Dense, MsmPath::DenseXyzz, MsmPath::DenseAffine],
+    let paths: &[MsmPath] = match witness {
+        Some(_) => &[MsmPath::Witness],
+        None => &[MsmPath::Dense, MsmPath::DenseXyzz, MsmPath::DenseAffine],
     };
     let mut head: Vec<String> =
         ["group", "points", "ones %", "zeros %", "dense", "sppark ms (mean)"].map(String::from).into();

@@ -1,8 +1,9 @@
 // The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, by rounds of
-// pairwise additions, in G1 and G2. The prover's dense G1 MSMs of ≥ 2^26 points take it
-// (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS): there it beat sppark's XYZZ accumulate on an
-// H100 (2^27: 731 against 794 ms of buckets), below it lost (BENCHMARKS.md, 2026-12-06). In
-// G2 it runs only when asked (MsmPath::DenseAffine) until it is measured.
+// pairwise additions, in G1 and G2. The prover's dense MSMs take it from 2^26 points in G1
+// and 2^25 in G2 (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS*): there it beat sppark's XYZZ
+// accumulate on an H100 (G1 at 2^27: 731 against 794 ms of buckets; G2 at 92 M points: 1355
+// against 1736 ms for the whole MSM), below it lost in G1 (BENCHMARKS.md, 2026-12-06 and -07).
+// G2 gains more: its multiplications cost ~3× G1's, and affine sums need fewer of them.
 //
 // Why affine: after the sort every point is added to one bucket per window, and at 2^27 points
 // that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each
@@ -25,8 +26,8 @@
 //     slots themselves (their x) until the backward pass overwrites them with the sums.
 //   - The first round reads the points through the sort's references (bit 31: negate);
 //     later rounds read the previous round's array. Offsets per bucket come from a scan.
-// Device memory: two arrays of ~n/2 and ~n/4 points (9.8 GB at 2^27), reused window after
-// window. Without room for them the caller keeps sppark's accumulate.
+// Device memory: two arrays of ~n/2 and ~n/4 points (9.8 GB at 2^27 in G1, 13.2 GB at 92 M
+// in G2), reused window after window. Without room for them the caller keeps sppark's accumulate.
 //
 // Exceptions to the addition formula, decided per pair: a point at infinity ((0, 0) in
 // memory, as sppark's affine type has it: the sum is the other point); x2 = x1 with y2 = y1

@@ -72,12 +72,14 @@ static const uint32_t WIDE_MAX_TOP_SHIFT = 9;
 static const uint32_t WIDE_PAUSE_GROUP = 4;
 
 // How the buckets are summed. The prover's dense MSMs take WIDE_AFFINE_LARGE: our affine
-// rounds (msm_affine.cuh) in G1 from 2^WIDE_AFFINE_MIN_LG_POINTS points, where they measured
-// faster than sppark's XYZZ accumulate (H100: −4 % of the whole MSM at 96 M and 2^27 points,
-// +3 % at 2^24, +1 % at 2^25), and sppark's accumulate in G2 (the rounds there are not
-// measured yet); the other two force one kernel in both groups, for benchmarks and tests.
+// rounds (msm_affine.cuh) from 2^WIDE_AFFINE_MIN_LG_POINTS points in G1 and from
+// 2^WIDE_AFFINE_MIN_LG_POINTS_G2 in G2, where they measured faster than sppark's XYZZ
+// accumulate on an H100 (G1: −4 % of the whole MSM at 96 M and 2^27 points, +3 % at 2^24,
+// +1 % at 2^25; G2: −20 % at 2^25, −22 % at 92 M, BENCHMARKS.md 2026-12-06 and -07); the
+// other two force one kernel in both groups, for benchmarks and tests.
 enum wide_buckets_t : uint32_t { WIDE_XYZZ, WIDE_AFFINE_LARGE, WIDE_AFFINE };
 static const uint32_t WIDE_AFFINE_MIN_LG_POINTS = 26;
+static const uint32_t WIDE_AFFINE_MIN_LG_POINTS_G2 = 25;
 
 struct wide_shape_t {
     uint32_t wbits, nwins, top, shift;
@@ -252,14 +254,13 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
         return false;
     // The affine rounds' arrays come last and are optional: without room for them the buckets
-    // are summed by sppark's accumulate. The prover's MSMs take the rounds in G1 only; G2 has
-    // them when asked (WIDE_AFFINE), for benchmarks and tests.
+    // are summed by sppark's accumulate.
     using rnd_field_t = std::conditional_t<degree == 1, fp_t, fp2_t>;
     constexpr bool has_rounds = std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value;
     std::unique_ptr<rnd_buffers_t<rnd_field_t>> rounds;
     if constexpr (has_rounds) {
-        const bool affine = how == WIDE_AFFINE
-                            || (how == WIDE_AFFINE_LARGE && degree == 1 && lg_n >= WIDE_AFFINE_MIN_LG_POINTS);
+        const uint32_t min_lg = degree == 1 ? WIDE_AFFINE_MIN_LG_POINTS : WIDE_AFFINE_MIN_LG_POINTS_G2;
+        const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= min_lg);
         if (affine && leaves_margin(gpu, rnd_buffers_t<rnd_field_t>::bytes(n, row))) {
             rounds.reset(new rnd_buffers_t<rnd_field_t>(n, row, s));
             if (!rounds->ok())

@@ -198,6 +198,23 @@ fn dense_msms_equal_sppark_on_either_side_of_the_affine_switch() {
     }
 }
 
+/// The same in G2, whose switch is at 2^25 points (WIDE_AFFINE_MIN_LG_POINTS_G2).
+#[test]
+fn dense_g2_msms_equal_sppark_on_either_side_of_the_affine_switch() {
+    let mut r = rng(15);
+    let n = (1usize << 25) + 3;
+    let pts = many_points::<G2Projective>(&mut r, n);
+    let sc = random_scalars(&mut r, n);
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
+    for len in [(1 << 25) - 1, 1 << 25, n] {
+        let run = |path| m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len }, path).unwrap().0;
+        let want = run(MsmPath::Sppark);
+        assert_eq!(run(MsmPath::Dense), want, "G2 Dense, {len} points");
+        assert_eq!(run(MsmPath::DenseXyzz), want, "G2 DenseXyzz, {len} points");
+    }
+}
+
 #[test]
 fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let mut r = rng(13);
@@ -296,8 +313,8 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     assert_eq!(got, msm_g2(&pts, &big), "paused dense G2 MSM of 2^40 everywhere");
 }
 
-/// The affine rounds in G2 (cuda/msm_affine.cuh over sppark's two-lane fp2_t; a benchmark path,
-/// MsmPath::DenseAffine): the exceptions of the G1 test above (a doubling, a cancellation,
+/// The affine rounds in G2 (cuda/msm_affine.cuh over sppark's two-lane fp2_t; the prover's from
+/// 2^25 points, forced here by MsmPath::DenseAffine): the exceptions of the G1 test above (a doubling, a cancellation,
 /// points at infinity, a bucket of 600 points in every window) and the paused form, against
 /// the CPU MSM.
 #[test]
