@@ -127,6 +127,30 @@ fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     }
 }
 
+/// Plants what the affine bucket sums must handle apart from plain additions (n > 7000): a
+/// block of 600 equal scalars, so that in every window one bucket holds those points, and
+/// among them a point several times (doublings), its negation (a sum at infinity) and points
+/// at infinity; and points at infinity scattered through the rest.
+fn plant_bucket_exceptions<A>(r: &mut ChaCha8Rng, pts: &mut [A], sc: &mut [Fr])
+where
+    A: PrimeCurveAffine + std::ops::Neg<Output = A>,
+{
+    let v = Fr::random(&mut *r);
+    let (p, q) = (pts[0], pts[1]);
+    for i in 0..600 {
+        pts[100 + i] = match i % 6 {
+            0 | 2 | 3 => p,
+            1 => -p,
+            4 => q,
+            _ => A::identity(),
+        };
+        sc[100 + i] = v;
+    }
+    for i in (7000..pts.len()).step_by(65_537) {
+        pts[i] = A::identity();
+    }
+}
+
 /// The affine bucket sums of the wide path (cuda/msm_affine.cuh; the prover's from 2^26
 /// points) meet every exception to the addition formula: a bucket holding a point twice (a
 /// doubling), a point and its negation (a sum at infinity, taken up again in a later round),
@@ -138,25 +162,10 @@ fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     let n = (1usize << 22) + 7;
     let mut pts = many_g1_points(&mut r, n);
     let mut sc = random_scalars(&mut r, n);
-    // A block of equal scalars: in each window its digit puts the whole block in one bucket.
-    let v = Fr::random(&mut r);
-    let (p, q) = (pts[0], pts[1]);
-    for i in 0..600 {
-        pts[100 + i] = match i % 6 {
-            0 | 2 | 3 => p,
-            1 => -p,
-            4 => q,
-            _ => G1Affine::identity(),
-        };
-        sc[100 + i] = v;
-    }
+    plant_bucket_exceptions(&mut r, &mut pts, &mut sc);
     // A longer block of equal scalars: a bucket of 1500 points in every window.
     let w = Fr::random(&mut r);
     sc[5000..6500].fill(w);
-    // Points at infinity scattered through the random part.
-    for i in (7000..n).step_by(65_537) {
-        pts[i] = G1Affine::identity();
-    }
     let want = msm_g1(&pts, &sc);
     let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
     let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
@@ -313,30 +322,17 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     assert_eq!(got, msm_g2(&pts, &big), "paused dense G2 MSM of 2^40 everywhere");
 }
 
-/// The affine rounds in G2 (cuda/msm_affine.cuh over sppark's two-lane fp2_t; the prover's from
-/// 2^25 points, forced here by MsmPath::DenseAffine): the exceptions of the G1 test above (a doubling, a cancellation,
-/// points at infinity, a bucket of 600 points in every window) and the paused form, against
-/// the CPU MSM.
+/// The affine rounds in G2 (cuda/msm_affine.cuh over sppark's two-lane fp2_t; the prover's
+/// from 2^25 points, forced here by MsmPath::DenseAffine): the exceptions of the G1 test above
+/// (a doubling, a cancellation, points at infinity, a bucket of 600 points in every window)
+/// and the paused form, against the CPU MSM.
 #[test]
 fn affine_bucket_sums_in_g2_equal_the_cpu_msm() {
     let mut r = rng(16);
     let n = (1usize << 22) + 5;
     let mut pts = many_points::<G2Projective>(&mut r, n);
     let mut sc = random_scalars(&mut r, n);
-    let v = Fr::random(&mut r);
-    let (p, q) = (pts[0], pts[1]);
-    for i in 0..600 {
-        pts[100 + i] = match i % 6 {
-            0 | 2 | 3 => p,
-            1 => -p,
-            4 => q,
-            _ => G2Affine::identity(),
-        };
-        sc[100 + i] = v;
-    }
-    for i in (7000..n).step_by(65_537) {
-        pts[i] = G2Affine::identity();
-    }
+    plant_bucket_exceptions(&mut r, &mut pts, &mut sc);
     let want = msm_g2(&pts, &sc);
     let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
     let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
