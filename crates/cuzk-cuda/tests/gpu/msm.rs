@@ -188,40 +188,36 @@ fn affine_bucket_sums_double_cancel_and_skip_infinity_like_the_cpu_msm() {
     assert_eq!(affine(&vec![u; n]), want, "affine rounds over n equal scalars");
 }
 
+/// `Dense` equals the XYZZ path and sppark's Pippenger (both checked against the CPU above) at
+/// 2^lg − 1, 2^lg and 2^lg + 3 points: either side of a switch to the affine rounds at 2^lg.
+macro_rules! dense_equals_sppark_around {
+    ($msm:ident, $proj:ty, $lg:expr, $seed:expr) => {{
+        let mut r = rng($seed);
+        let n = (1usize << $lg) + 3;
+        let pts = many_points::<$proj>(&mut r, n);
+        let sc = random_scalars(&mut r, n);
+        let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+        let m = unsafe { $msm::new(DEV, &pts, true) }.unwrap();
+        for len in [(1 << $lg) - 1, 1 << $lg, n] {
+            let run = |path| m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len }, path).unwrap().0;
+            let want = run(MsmPath::Sppark);
+            assert_eq!(run(MsmPath::Dense), want, "{} Dense, {len} points", stringify!($msm));
+            assert_eq!(run(MsmPath::DenseXyzz), want, "{} DenseXyzz, {len} points", stringify!($msm));
+        }
+    }};
+}
+
 /// The prover's dense G1 MSMs switch from sppark's XYZZ bucket sums to the affine rounds at
-/// 2^26 points (cuda/msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS): on either side of it `Dense`
-/// equals the XYZZ path and sppark's Pippenger (both checked against the CPU above).
+/// 2^26 points (cuda/msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS).
 #[test]
 fn dense_msms_equal_sppark_on_either_side_of_the_affine_switch() {
-    let mut r = rng(14);
-    let n = (1usize << 26) + 3;
-    let pts = many_g1_points(&mut r, n);
-    let sc = random_scalars(&mut r, n);
-    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
-    let m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
-    for len in [(1 << 26) - 1, 1 << 26, n] {
-        let run = |path| m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len }, path).unwrap().0;
-        let want = run(MsmPath::Sppark);
-        assert_eq!(run(MsmPath::Dense), want, "Dense, {len} points");
-        assert_eq!(run(MsmPath::DenseXyzz), want, "DenseXyzz, {len} points");
-    }
+    dense_equals_sppark_around!(MsmG1, G1Projective, 26, 14);
 }
 
 /// The same in G2, whose switch is at 2^25 points (WIDE_AFFINE_MIN_LG_POINTS_G2).
 #[test]
 fn dense_g2_msms_equal_sppark_on_either_side_of_the_affine_switch() {
-    let mut r = rng(15);
-    let n = (1usize << 25) + 3;
-    let pts = many_points::<G2Projective>(&mut r, n);
-    let sc = random_scalars(&mut r, n);
-    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
-    let m = unsafe { MsmG2::new(DEV, &pts, true) }.unwrap();
-    for len in [(1 << 25) - 1, 1 << 25, n] {
-        let run = |path| m.run_path_on_device(Scalars::Device { buffer: &buf, offset: 0, len }, path).unwrap().0;
-        let want = run(MsmPath::Sppark);
-        assert_eq!(run(MsmPath::Dense), want, "G2 Dense, {len} points");
-        assert_eq!(run(MsmPath::DenseXyzz), want, "G2 DenseXyzz, {len} points");
-    }
+    dense_equals_sppark_around!(MsmG2, G2Projective, 25, 15);
 }
 
 #[test]
