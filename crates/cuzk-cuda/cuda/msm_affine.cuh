@@ -416,7 +416,8 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, typename xyzz_t<
             bound = (bound + B) / 2;
             rnd_mem_t<field_t>* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
             const uint32_t spt = rnd_slots_per_thread(bound, sm_count, D);
-            spts.push_back(spt);
+            if (timed)
+                spts.push_back(spt);
             const size_t warps = (bound + 32 / D * spt - 1) / (32 / D * spt);
             const size_t blocks = (warps * 32 + RND_BLOCK - 1) / RND_BLOCK;
             rnd_pairs<field_t><<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt, out);

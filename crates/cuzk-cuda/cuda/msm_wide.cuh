@@ -7,7 +7,7 @@
 // so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
 // window is private, so this file drives sppark's public kernels itself:
 //   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
-//   thread per bucket; in G1 from 2^26 points our affine rounds instead, msm_affine.cuh) and
+//   thread per bucket; from 2^26 points in G1, 2^25 in G2, our affine rounds instead, msm_affine.cuh) and
 //   batch_addition (window 0's first bucket, as msm_t does)
 // over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
 // parallel over the buckets of every window instead of one block per window.
@@ -256,16 +256,14 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     // The affine rounds' arrays come last and are optional: without room for them the buckets
     // are summed by sppark's accumulate.
     using rnd_field_t = std::conditional_t<degree == 1, fp_t, fp2_t>;
-    constexpr bool has_rounds = std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value;
+    static_assert(std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value, "the rounds sum XYZZ buckets over fp_t or fp2_t");
     std::unique_ptr<rnd_buffers_t<rnd_field_t>> rounds;
-    if constexpr (has_rounds) {
-        const uint32_t min_lg = degree == 1 ? WIDE_AFFINE_MIN_LG_POINTS : WIDE_AFFINE_MIN_LG_POINTS_G2;
-        const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= min_lg);
-        if (affine && leaves_margin(gpu, rnd_buffers_t<rnd_field_t>::bytes(n, row))) {
-            rounds.reset(new rnd_buffers_t<rnd_field_t>(n, row, s));
-            if (!rounds->ok())
-                rounds.reset();
-        }
+    const uint32_t min_lg = degree == 1 ? WIDE_AFFINE_MIN_LG_POINTS : WIDE_AFFINE_MIN_LG_POINTS_G2;
+    const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= min_lg);
+    if (affine && leaves_margin(gpu, rnd_buffers_t<rnd_field_t>::bytes(n, row))) {
+        rounds.reset(new rnd_buffers_t<rnd_field_t>(n, row, s));
+        if (!rounds->ok())
+            rounds.reset();
     }
 
     const bool trace = getenv("CUZK_MSM_TRACE") != nullptr;
@@ -309,15 +307,10 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         CUDA_OK(cudaGetLastError());
         vec2d_t<uint32_t> group_digits{&d_digits[g][0], (uint32_t)stride};
         vec2d_t<uint32_t> group_hist{&d_hist[g][0], row};
-        bool launched = false;
-        if constexpr (has_rounds) {
-            if (rounds) {
-                affine_rounds<rnd_field_t>(s, gpu.sm_count(), buckets.ptr + (size_t)g * row, end - g, wbits, n,
-                                           d_points, group_digits, group_hist, *rounds, trace && g == 0);
-                launched = true;
-            }
-        }
-        if (!launched)
+        if (rounds)
+            affine_rounds<rnd_field_t>(s, gpu.sm_count(), buckets.ptr + (size_t)g * row, end - g, wbits, n, d_points,
+                                       group_digits, group_hist, *rounds, trace && g == 0);
+        else
             s.launch_coop(accumulate<bucket_t, affine_h>, {gpu.sm_count(), 0},
                           buckets.ptr + (size_t)g * row, end - g, wbits, d_points, group_digits, group_hist, 0u);
         if (end < nwins)
