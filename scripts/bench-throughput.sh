@@ -24,6 +24,8 @@
 #
 # Environment: TP_DEADLINE=S stops waiting for proofs after S seconds (the figures are then
 # over the proofs that finished; the device tool's commands have a hard time limit);
+# TP_LOG_LEVEL=FILTER sets the daemon's log_level (e.g. "info,cuzk_cuda=debug" for the device
+# lock's answers and each MSM's path).
 # TP_CPUS=LIST pins the daemon to those cores (taskset), e.g. 0-15 to measure a 16-core host
 # on a bigger one; TP_SECTORS=K sectors per PoSt partition (default 1).
 #
@@ -81,6 +83,7 @@ listen = "unix://$sock"
 http_listen = "127.0.0.1:$port"
 # Proofs still running when the benchmark ends are abandoned, not waited for.
 shutdown_grace_secs = 1
+${TP_LOG_LEVEL:+log_level = \"$TP_LOG_LEVEL\"}
 [srs]
 param_dir = "$work/params"
 $srs_keys
