@@ -6,9 +6,22 @@
 // non-zero with bit 31 set for "input index" and clear for "aux index", and one u32 index per
 // non-zero into a small table of distinct coefficients where 0 means +1 and 1 means -1 (most
 // non-zeros), so those need no multiplication. The witness on the device is [inputs | aux].
+//
+// Rows by length. One thread a row stalls its warp on the warp's longest row, and the circuits
+// mix very different lengths: in a 2 KiB PoRep 95 % of A's rows have ≤ 2 non-zeros, but 0.1 %
+// have ~930 (a third of A's non-zeros, most of them with a coefficient to multiply by), and a
+// WindowPoSt's A has a quarter of its rows at 5–128 (Poseidon). So rows are split by length
+// once, at upload: short ones (≤ CSR_SHORT) one thread each; medium ones (≤ CSR_MEDIUM)
+// CSR_MEDIUM_LANES lanes each, long ones a warp each, whose lanes stride over the row and
+// sum their parts by shuffles. The medium and long rows are listed on the device (4 bytes a
+// row); the short-row kernel skips rows longer than CSR_SHORT.
 #include "common.cuh"
+#include <vector>
 
 static const uint32_t INPUT_TAG = 1u << 31;
+static const size_t CSR_SHORT = 4;
+static const size_t CSR_MEDIUM = 64;
+static const uint32_t CSR_MEDIUM_LANES = 8;
 
 struct csr_dev {
     size_t index;
@@ -18,29 +31,90 @@ struct csr_dev {
     uint32_t* cols;
     uint32_t* cidx;
     fr_t* coeffs;
+    // Rows longer than CSR_SHORT: medium ones, then long ones.
+    uint32_t* listed;
+    size_t n_medium, n_long;
 };
 
+// One non-zero's term: the witness value times its coefficient.
+__device__ __forceinline__ static void csr_term(fr_t& acc, uint32_t col, uint32_t ci, const fr_t* coeffs,
+                                                const fr_t* w, uint32_t n_inputs)
+{
+    const fr_t x = (col & INPUT_TAG) ? w[col & ~INPUT_TAG] : w[n_inputs + (size_t)col];
+    if (ci == 0)
+        acc += x;
+    else if (ci == 1)
+        acc -= x;
+    else
+        acc += x * coeffs[ci];
+}
+
+// Rows of at most CSR_SHORT non-zeros, one thread each; longer rows are left to csr_spmv_listed.
 template<typename ptr_t>
-__global__ void csr_spmv(const ptr_t* row_ptr, const uint32_t* cols, const uint32_t* cidx,
-                         const fr_t* coeffs, const fr_t* w, uint32_t n_inputs, size_t rows, fr_t* out)
+__global__ void csr_spmv_short(const ptr_t* row_ptr, const uint32_t* cols, const uint32_t* cidx,
+                               const fr_t* coeffs, const fr_t* w, uint32_t n_inputs, size_t rows, fr_t* out)
 {
     for (size_t r = threadIdx.x + (size_t)blockIdx.x * blockDim.x; r < rows;
          r += (size_t)gridDim.x * blockDim.x) {
+        const size_t start = row_ptr[r], end = row_ptr[r + 1];
+        if (end - start > CSR_SHORT)
+            continue;
         fr_t acc;
         acc.zero();
-        for (size_t k = row_ptr[r], end = row_ptr[r + 1]; k < end; k++) {
-            uint32_t col = cols[k];
-            const fr_t x = (col & INPUT_TAG) ? w[col & ~INPUT_TAG] : w[n_inputs + (size_t)col];
-            uint32_t ci = cidx[k];
-            if (ci == 0)
-                acc += x;
-            else if (ci == 1)
-                acc -= x;
-            else
-                acc += x * coeffs[ci];
-        }
+        for (size_t k = start; k < end; k++)
+            csr_term(acc, cols[k], cidx[k], coeffs, w, n_inputs);
         out[r] = acc;
     }
+}
+
+// The listed rows, G lanes each: lane l takes non-zeros l, l + G, …, then the G partial sums
+// are added by shuffles within the group. A warp steps through its rows together, so every
+// lane reaches the shuffles (a lane past the list adds zero).
+template<uint32_t G, typename ptr_t>
+__global__ void csr_spmv_listed(const ptr_t* row_ptr, const uint32_t* cols, const uint32_t* cidx,
+                                const fr_t* coeffs, const fr_t* w, uint32_t n_inputs, const uint32_t* list,
+                                size_t n, fr_t* out)
+{
+    static_assert(G > 1 && G <= 32 && 32 % G == 0, "lanes a row divide the warp");
+    const uint32_t lane32 = threadIdx.x & 31, lane = lane32 % G;
+    const size_t warp_first = ((size_t)blockIdx.x * blockDim.x + threadIdx.x - lane32) / G;
+    const size_t step = (size_t)gridDim.x * blockDim.x / G;
+    for (size_t first = warp_first; first < n; first += step) {
+        const size_t g = first + lane32 / G;
+        fr_t acc;
+        acc.zero();
+        uint32_t r = 0;
+        if (g < n) {
+            r = list[g];
+            for (size_t k = row_ptr[r] + lane, end = row_ptr[r + 1]; k < end; k += G)
+                csr_term(acc, cols[k], cidx[k], coeffs, w, n_inputs);
+        }
+        for (uint32_t off = G / 2; off > 0; off /= 2) {
+            fr_t t;
+            for (size_t i = 0; i < sizeof(fr_t) / sizeof(uint32_t); i++)
+                t[i] = __shfl_xor_sync(0xffffffff, acc[i], off);
+            acc += t;
+        }
+        if (g < n && lane == 0)
+            out[r] = acc;
+    }
+}
+
+// The rows longer than CSR_SHORT, medium ones first: returns how many are medium.
+template<typename ptr_t>
+static size_t list_rows(const ptr_t* row_ptr, size_t rows, std::vector<uint32_t>& list)
+{
+    std::vector<uint32_t> long_rows;
+    for (size_t r = 0; r < rows; r++) {
+        const size_t len = row_ptr[r + 1] - row_ptr[r];
+        if (len > CSR_MEDIUM)
+            long_rows.push_back((uint32_t)r);
+        else if (len > CSR_SHORT)
+            list.push_back((uint32_t)r);
+    }
+    const size_t medium = list.size();
+    list.insert(list.end(), long_rows.begin(), long_rows.end());
+    return medium;
 }
 
 __global__ void gather_kernel(fr_t* dst, const fr_t* src, const uint32_t* idx, size_t n)
@@ -81,6 +155,28 @@ static unsigned grid_for(const stream_t& s, size_t n, unsigned threads)
     return (unsigned)(blocks < cap ? (blocks ? blocks : 1) : cap);
 }
 
+// out[0..rows) ← m·w on stream s: the short rows, then the medium and the long ones (each
+// kernel writes only its own rows).
+template<typename ptr_t>
+static void csr_spmv(const stream_t& s, const csr_dev* m, const ptr_t* row_ptr, const fr_t* w, uint32_t n_inputs,
+                     fr_t* out)
+{
+    const unsigned threads = 256;
+    csr_spmv_short<<<grid_for(s, m->rows, threads), threads, 0, s>>>(row_ptr, m->cols, m->cidx, m->coeffs, w,
+                                                                     n_inputs, m->rows, out);
+    CUDA_OK(cudaGetLastError());
+    if (m->n_medium > 0) {
+        csr_spmv_listed<CSR_MEDIUM_LANES><<<grid_for(s, m->n_medium * CSR_MEDIUM_LANES, threads), threads, 0, s>>>(
+            row_ptr, m->cols, m->cidx, m->coeffs, w, n_inputs, m->listed, m->n_medium, out);
+        CUDA_OK(cudaGetLastError());
+    }
+    if (m->n_long > 0) {
+        csr_spmv_listed<32><<<grid_for(s, m->n_long * 32, threads), threads, 0, s>>>(
+            row_ptr, m->cols, m->cidx, m->coeffs, w, n_inputs, m->listed + m->n_medium, m->n_long, out);
+        CUDA_OK(cudaGetLastError());
+    }
+}
+
 CUZK_FFI RustError cuzk_csr_upload(size_t index, size_t rows, const void* row_ptr, bool wide,
                                    const uint32_t* cols, const uint32_t* cidx, size_t nnz,
                                    const fr_t* coeffs, size_t ncoeffs, csr_dev** out)
@@ -92,23 +188,32 @@ CUZK_FFI RustError cuzk_csr_upload(size_t index, size_t rows, const void* row_pt
             throw std::invalid_argument("CSR: coefficient table lacks +1/-1");
         if (!wide && nnz > 0xffffffffull)
             throw std::invalid_argument("CSR: u32 row pointers with more than 2^32 non-zeros");
+        if (rows > 0xffffffffull)
+            throw std::invalid_argument("CSR: more than 2^32 rows");
         const gpu_t& gpu = gpu_at(index);
-        m = new csr_dev{index, rows, nnz, ncoeffs, wide, nullptr, nullptr, nullptr, nullptr};
+        std::vector<uint32_t> list;
+        const size_t medium = wide ? list_rows((const uint64_t*)row_ptr, rows, list)
+                                   : list_rows((const uint32_t*)row_ptr, rows, list);
+        m = new csr_dev{index, rows, nnz, ncoeffs, wide, nullptr, nullptr, nullptr, nullptr,
+                        nullptr, medium, list.size() - medium};
         size_t ptr_bytes = (rows + 1) * (wide ? 8 : 4);
         CUDA_OK(cudaMalloc(&m->row_ptr, ptr_bytes));
         CUDA_OK(cudaMalloc(&m->cols, (nnz ? nnz : 1) * 4));
         CUDA_OK(cudaMalloc(&m->cidx, (nnz ? nnz : 1) * 4));
         CUDA_OK(cudaMalloc(&m->coeffs, ncoeffs * sizeof(fr_t)));
+        CUDA_OK(cudaMalloc(&m->listed, (list.empty() ? 1 : list.size()) * 4));
         gpu[0].HtoD((uint8_t*)m->row_ptr, row_ptr, ptr_bytes);
         gpu[1].HtoD(m->cols, cols, nnz);
         gpu[2].HtoD(m->cidx, cidx, nnz);
         gpu.HtoD(m->coeffs, coeffs, ncoeffs);
+        gpu.HtoD(m->listed, list.data(), list.size());
         gpu.sync();
     });
     if (r.code != cudaSuccess) {
         if (m) {
             (void)cudaFree(m->row_ptr); (void)cudaFree(m->cols);
             (void)cudaFree(m->cidx); (void)cudaFree(m->coeffs);
+            (void)cudaFree(m->listed);
             delete m;
         }
         return r;
@@ -125,8 +230,16 @@ CUZK_FFI void cuzk_csr_free(csr_dev* m)
         select_gpu((int)m->index);
         (void)cudaFree(m->row_ptr); (void)cudaFree(m->cols);
         (void)cudaFree(m->cidx); (void)cudaFree(m->coeffs);
+        (void)cudaFree(m->listed);
     }
     delete m;
+}
+
+// Device bytes the matrix holds, its row lists included.
+CUZK_FFI size_t cuzk_csr_bytes(const csr_dev* m)
+{
+    return (m->rows + 1) * (m->wide ? 8 : 4) + m->nnz * 8 + m->ncoeffs * sizeof(fr_t)
+           + (m->n_medium + m->n_long) * 4;
 }
 
 // d_a (2^lg_n, device) ← A·w and d_bc (2·2^lg_n) ← [B·w | C·w], each zero-padded from rows
@@ -149,14 +262,10 @@ CUZK_FFI RustError cuzk_pce_eval(size_t index, const csr_dev* const mats[3], con
             const csr_dev* m = mats[i];
             stream_t& s = gpu[i];
             fr_t* out = i == 0 ? d_a : d_bc + (i - 1) * n;
-            const unsigned threads = 256;
             if (m->wide)
-                csr_spmv<<<grid_for(s, m->rows, threads), threads, 0, s>>>(
-                    (const uint64_t*)m->row_ptr, m->cols, m->cidx, m->coeffs, d_w, n_inputs, m->rows, out);
+                csr_spmv(s, m, (const uint64_t*)m->row_ptr, d_w, n_inputs, out);
             else
-                csr_spmv<<<grid_for(s, m->rows, threads), threads, 0, s>>>(
-                    (const uint32_t*)m->row_ptr, m->cols, m->cidx, m->coeffs, d_w, n_inputs, m->rows, out);
-            CUDA_OK(cudaGetLastError());
+                csr_spmv(s, m, (const uint32_t*)m->row_ptr, d_w, n_inputs, out);
             if (n > m->rows)
                 s.bzero(out + m->rows, n - m->rows);
             event_t done(s);

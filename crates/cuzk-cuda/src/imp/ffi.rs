@@ -159,6 +159,8 @@ extern "C" {
         out: *mut *mut CsrDev,
     ) -> Error;
     pub fn cuzk_csr_free(m: *mut CsrDev);
+    /// Device bytes the matrix holds, with its lists of long rows.
+    pub fn cuzk_csr_bytes(m: *const CsrDev) -> usize;
     pub fn cuzk_pce_eval(
         index: usize,
         mats: *const *const CsrDev,

@@ -1,10 +1,11 @@
 //! The pre-compiled constraint system resident on a device (issue #7).
 //!
 //! Uploaded once per device and circuit: the three CSR matrices (as cuzk-pce stores them,
-//! 8 bytes a non-zero) and two index lists that pick the A and B query scalars out of the
-//! witness [inputs | aux] (all inputs then the A-dense aux; the B-dense inputs then the
-//! B-dense aux). Per partition only the witness goes up; a, b, c, h and the dense scalars
-//! are made on the device and never visit the host.
+//! 8 bytes a non-zero, plus 4 bytes for each row the glue lists as long: cuda/matvec.cu) and
+//! two index lists that pick the A and B query scalars out of the witness [inputs | aux] (all
+//! inputs then the A-dense aux; the B-dense inputs then the B-dense aux). Per partition only
+//! the witness goes up; a, b, c, h and the dense scalars are made on the device and never
+//! visit the host.
 
 use std::ffi::c_void;
 
@@ -31,9 +32,9 @@ impl Drop for DeviceCsr {
 }
 
 fn upload_csr(index: usize, m: &Csr) -> Result<(DeviceCsr, u64), CudaError> {
-    let (ptr, wide, ptr_bytes): (*const c_void, bool, usize) = match m.row_ptr() {
-        RowPtrView::U32(p) => (p.as_ptr().cast(), false, p.len() * 4),
-        RowPtrView::U64(p) => (p.as_ptr().cast(), true, p.len() * 8),
+    let (ptr, wide): (*const c_void, bool) = match m.row_ptr() {
+        RowPtrView::U32(p) => (p.as_ptr().cast(), false),
+        RowPtrView::U64(p) => (p.as_ptr().cast(), true),
     };
     let (cols, cidx, coeffs) = (m.columns(), m.coefficient_indices(), m.coefficients());
     let mut out = std::ptr::null_mut();
@@ -51,8 +52,9 @@ fn upload_csr(index: usize, m: &Csr) -> Result<(DeviceCsr, u64), CudaError> {
             &mut out,
         )
     })?;
-    let bytes = (ptr_bytes + cols.len() * 8 + coeffs.len() * 32) as u64;
-    Ok((DeviceCsr(out), bytes))
+    let m = DeviceCsr(out);
+    let bytes = unsafe { ffi::cuzk_csr_bytes(m.0) } as u64;
+    Ok((m, bytes))
 }
 
 /// Positions in the witness [inputs | aux] of the A and B query scalars, in query order.

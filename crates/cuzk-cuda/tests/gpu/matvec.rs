@@ -4,7 +4,9 @@
 use super::*;
 
 /// A random R1CS: random linear combinations over ONE, inputs and aux with coefficients
-/// 1, -1, small and random, empty rows, a long row and duplicate terms. Values are random
+/// 1, -1, small and random, empty rows, duplicate terms, and rows of every length class the
+/// device kernels split by (cuda/matvec.cu: ≤ 4 non-zeros a thread, ≤ 64 eight lanes, longer
+/// a warp), at and either side of each boundary, up to one of 3000. Values are random
 /// (unsatisfied): only the linear algebra is under test here.
 struct RandomR1cs {
     seed: u64,
@@ -32,10 +34,13 @@ impl Circuit<Fr> for RandomR1cs {
             _ => Fr::random(&mut *r),
         };
         let lc = |r: &mut ChaCha8Rng, row: usize| -> LinearCombination<Fr> {
+            const LONGER: [usize; 9] = [4, 5, 8, 33, 63, 64, 65, 100, 929];
             let terms = if row == 7 {
                 3000
             } else if row.is_multiple_of(11) {
                 0
+            } else if row.is_multiple_of(13) {
+                LONGER[(row / 13) % LONGER.len()]
             } else {
                 1 + r.next_u32() as usize % 4
             };
