@@ -1,7 +1,7 @@
 //! The pre-compiled constraint system resident on a device (issue #7).
 //!
 //! Uploaded once per device and circuit: the three CSR matrices (as cuzk-pce stores them,
-//! 8 bytes a non-zero, plus 4 bytes for each row the glue lists as long: cuda/matvec.cu) and
+//! 8 bytes a non-zero, plus 4 bytes for each row of more than four, which cuda/matvec.cu lists) and
 //! two index lists that pick the A and B query scalars out of the witness [inputs | aux] (all
 //! inputs then the A-dense aux; the B-dense inputs then the B-dense aux). Per partition only
 //! the witness goes up; a, b, c, h and the dense scalars are made on the device and never
