@@ -43,6 +43,13 @@
 // buckets are twice G1's size, and it launches fewer windows between pauses, since each costs
 // about three times as much. The caller falls back to msm_t when this declines: too few
 // points, or temporaries that do not fit (about 100 bytes per point at 22 bits in G1, 20 in G2).
+//
+// Digits and sort. msm_t sorts two windows per launch on a third of the SMs, because it
+// overlaps that sort with the previous batch's buckets on another stream. Here nothing runs
+// beside it, so the digits take every SM and the sort takes as many windows per launch as the
+// device holds blocks (wide_sort: 32 blocks a window, ~4 windows on a 132-SM card), each window
+// one temporary row of 8 bytes a point. The top window, with its fewer significant bits, may
+// be any of a launch's windows.
 #pragma once
 
 #include <algorithm>
@@ -110,6 +117,35 @@ template<class bucket_t>
 static uint32_t wide_blocks(size_t items)
 {
     return (uint32_t)((items * bucket_t::degree + 255) / 256);
+}
+
+// Per-window sort (sppark's sort_row) of windows win0 + blockIdx.y: point indices by bucket,
+// the top window's digits `top_lsbits` significant bits, the others' `lsbits`. A cooperative
+// launch of {≤ 32, windows} blocks; every block takes the same path through sort_row (it
+// depends on wbits and the grid only), so the grid-wide syncs meet.
+__launch_bounds__(SORT_BLOCKDIM) __global__
+static void wide_sort(vec2d_t<uint32_t> digits, size_t len, uint32_t win0, vec2d_t<uint2> temps,
+                      vec2d_t<uint32_t> hist, uint32_t wbits, uint32_t lsbits, uint32_t top_win, uint32_t top_lsbits)
+{
+    const uint32_t win = win0 + blockIdx.y;
+    sort_row(digits[win], len, temps[blockIdx.y], hist[win], wbits, win == top_win ? top_lsbits : lsbits);
+}
+
+// Windows per wide_sort launch: as many as the device holds blocks of `grid` and `room` (whether
+// that many temporary rows fit) allows, spread evenly over the launches that takes; 0 when not
+// even one row fits.
+template<class room_t>
+static uint32_t wide_sort_windows(const gpu_t& gpu, uint32_t grid, uint32_t nwins, size_t shared, room_t room)
+{
+    int per_sm = 0;
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, wide_sort, SORT_BLOCKDIM, shared));
+    uint32_t fit = std::min(nwins, std::max(1u, (uint32_t)per_sm * (uint32_t)gpu.sm_count() / grid));
+    while (fit > 0 && !room(fit))
+        fit--;
+    if (fit == 0)
+        return 0;
+    const uint32_t launches = (nwins + fit - 1) / fit;
+    return (nwins + launches - 1) / launches;
 }
 
 // Top window: fold each group of 2^shift buckets into tmp[g] (one thread a group) ...
@@ -238,36 +274,55 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const std::vector<uint32_t> starts = wide_group_starts(nwins, pause.active(), std::max(1u, WIDE_PAUSE_GROUP / degree));
     const stream_t& s = gpu[2];
 
+    // The sort's grid follows msm_t's: a third of the SMs rounded down to a power of two (at
+    // most 32, sort_row's limit), a launch of that per window.
+    uint32_t grid = gpu.sm_count() / 3;
+    while (grid & (grid - 1))
+        grid &= grid - 1;
+    grid = std::max(1u, std::min(grid, 32u));
+    const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
+
+    // The affine rounds' arrays (optional: without room for them the buckets are summed by
+    // sppark's accumulate).
+    using rnd_field_t = std::conditional_t<degree == 1, fp_t, fp2_t>;
+    static_assert(std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value, "the rounds sum XYZZ buckets over fp_t or fp2_t");
+    const uint32_t min_lg = degree == 1 ? WIDE_AFFINE_MIN_LG_POINTS : WIDE_AFFINE_MIN_LG_POINTS_G2;
+    const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= min_lg);
+    const size_t rounds_bytes = affine ? rnd_buffers_t<rnd_field_t>::bytes(n, row) : 0;
+
     // Every temporary first: too little room, or a failed allocation, declines before anything
-    // is computed.
+    // is computed. Room goes first to the rounds, where they fit beside the sort's rows for two
+    // windows (they save more than a wider sort), then to the sort's rows, as many as a
+    // launch can take.
     const size_t bucket_bytes = ((size_t)nwins * row + starts.size() * nsums + 4 * first_pairs
                                  + (shape.shift > 0 ? top_groups : 0)) * sizeof(bucket_h);
-    if (!leaves_margin(gpu, (size_t)nwins * stride * sizeof(uint32_t) + 2 * stride * sizeof(uint2)
-                                + (size_t)nwins * row * sizeof(uint32_t) + bucket_bytes))
+    const size_t fixed_bytes = (size_t)nwins * stride * sizeof(uint32_t) + (size_t)nwins * row * sizeof(uint32_t) + bucket_bytes;
+    const size_t sort_row_bytes = stride * sizeof(uint2);
+    const size_t keep_for_rounds =
+        affine && leaves_margin(gpu, fixed_bytes + std::min(2u, nwins) * sort_row_bytes + rounds_bytes) ? rounds_bytes : 0;
+    uint32_t sort_wins = wide_sort_windows(gpu, grid, nwins, sort_shared, [&](uint32_t wins) {
+        return leaves_margin(gpu, fixed_bytes + wins * sort_row_bytes + keep_for_rounds);
+    });
+    if (sort_wins == 0)
         return false;
     optional_buffer_t<uint32_t> digits{nwins * stride, s};
-    optional_buffer_t<uint2> temps{2 * stride, s};
+    optional_buffer_t<uint2> temps{sort_wins * stride, s};
     optional_buffer_t<uint32_t> hist{(size_t)nwins * row, s};
     optional_buffer_t<bucket_h> buckets{(size_t)nwins * row + starts.size() * nsums, s};
     optional_buffer_t<bucket_h> pairs{4 * first_pairs, s};   // two (W, A) generations
     optional_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
     if (!digits.ptr || !temps.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
         return false;
-    // The affine rounds' arrays come last and are optional: without room for them the buckets
-    // are summed by sppark's accumulate.
-    using rnd_field_t = std::conditional_t<degree == 1, fp_t, fp2_t>;
-    static_assert(std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value, "the rounds sum XYZZ buckets over fp_t or fp2_t");
+    // The rounds' arrays come last, checked against what is free now.
     std::unique_ptr<rnd_buffers_t<rnd_field_t>> rounds;
-    const uint32_t min_lg = degree == 1 ? WIDE_AFFINE_MIN_LG_POINTS : WIDE_AFFINE_MIN_LG_POINTS_G2;
-    const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= min_lg);
-    if (affine && leaves_margin(gpu, rnd_buffers_t<rnd_field_t>::bytes(n, row))) {
+    if (affine && leaves_margin(gpu, rounds_bytes)) {
         rounds.reset(new rnd_buffers_t<rnd_field_t>(n, row, s));
         if (!rounds->ok())
             rounds.reset();
     }
 
     const bool trace = getenv("CUZK_MSM_TRACE") != nullptr;
-    timing_event t0, t1, t2, t3, t4;
+    timing_event t0, t_digits, t1, t2, t3, t4;
     t0.record(s);
 
     vec2d_t<uint32_t> d_digits{digits.ptr, (uint32_t)stride};   // n < 2^31
@@ -275,22 +330,19 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     vec2d_t<uint32_t> d_hist{hist.ptr, row};
     affine_h* d_points = (affine_h*)d_points_v;
 
-    // Digits, then per window the point indices sorted by bucket (two windows per launch).
-    // The grid follows msm_t's: a third of the SMs rounded down to a power of two.
-    uint32_t grid = gpu.sm_count() / 3;
-    while (grid & (grid - 1))
-        grid &= grid - 1;
-    breakdown<<<2 * grid, 1024, sizeof(scalar_t) * 1024, s>>>(d_digits, d_scalars, (size_t)len, nwins, wbits, true);
+    // Digits on every SM, then per window the point indices sorted by bucket, sort_wins
+    // windows a launch (see the file comment).
+    const size_t digits_shared = sizeof(scalar_t) * 1024;
+    int digits_per_sm = 0;
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&digits_per_sm, breakdown<scalar_t>, 1024, digits_shared));
+    const uint32_t digits_grid = (uint32_t)std::max(1, digits_per_sm) * (uint32_t)gpu.sm_count();
+    breakdown<<<digits_grid, 1024, digits_shared, s>>>(d_digits, d_scalars, (size_t)len, nwins, wbits, true);
     CUDA_OK(cudaGetLastError());
-    const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
+    t_digits.record(s);
     // The top window's digits have top − 1 bits (see the file comment).
-    uint32_t win = 0;
-    for (; win + 1 < nwins; win += 2)
-        s.launch_coop(sort, {{grid, 2}, SORT_BLOCKDIM, sort_shared}, d_digits, (size_t)len, win, d_temps, d_hist,
-                      wbits - 1, wbits - 1, win + 2 == nwins ? top - 1 : wbits - 1);
-    if (win < nwins)
-        s.launch_coop(sort, {{grid, 1}, SORT_BLOCKDIM, sort_shared}, d_digits, (size_t)len, win, d_temps, d_hist,
-                      wbits - 1, top - 1, 0u);
+    for (uint32_t win = 0; win < nwins; win += sort_wins)
+        s.launch_coop(wide_sort, {{grid, std::min(sort_wins, nwins - win)}, SORT_BLOCKDIM, sort_shared}, d_digits,
+                      (size_t)len, win, d_temps, d_hist, wbits - 1, wbits - 1, nwins - 1, top - 1);
     t1.record(s);
     pause.at(s);
 
@@ -369,7 +421,8 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         }
     }
     if (trace)
-        fprintf(stderr, "cuzk wide MSM G%u n=%zu w=%u windows=%u: digits+sort %.2f ms, buckets %.2f ms (top window folded), reduce %.2f ms, copy %.2f ms\n",
-                degree, n, wbits, nwins, t1.ms_since(t0), t2.ms_since(t1), t3.ms_since(t2), t4.ms_since(t3));
+        fprintf(stderr, "cuzk wide MSM G%u n=%zu w=%u windows=%u: digits %.2f ms, sort %.2f ms (%u windows a launch), buckets %.2f ms (top window folded), reduce %.2f ms, copy %.2f ms\n",
+                degree, n, wbits, nwins, t_digits.ms_since(t0), t1.ms_since(t_digits), sort_wins, t2.ms_since(t1),
+                t3.ms_since(t2), t4.ms_since(t3));
     return true;
 }

@@ -133,9 +133,11 @@ pub const STAGE_CHUNK_BYTES: u64 = 7 << 29;
 const WIDE_MIN_POINTS: u64 = 1 << 22;
 
 /// An upper bound on the device temporaries of one dense MSM of `n` points: the wide path's
-/// (12 windows of 22 bits in G1, 13 of 20 in G2: a digit per window and a sort pair per point,
-/// and the bucket rows), which is more than the split's or sppark's at these sizes. Below the
-/// wide path's minimum sppark's temporaries are small enough for [`SLACK`].
+/// (12 windows of 22 bits in G1, 13 of 20 in G2: a digit per window, a sort pair per point for
+/// each of two windows sorted at once, and the bucket rows), which is more than the split's or
+/// sppark's at these sizes. The wide path sorts more windows at once, and sums buckets in
+/// affine rounds, only with room beyond this and the margin. Below the wide path's minimum
+/// sppark's temporaries are small enough for [`SLACK`].
 pub fn msm_temporaries(n: u64, g2: bool) -> u64 {
     if n < WIDE_MIN_POINTS {
         return 0;
