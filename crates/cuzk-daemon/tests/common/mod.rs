@@ -55,8 +55,29 @@ impl Daemon {
     }
 }
 
+/// A loopback port free now, for a daemon to bind next, taken below the kernel's ephemeral
+/// range. A port from bind(0) lies in that range, and between this probe and the daemon's bind
+/// any outgoing connection on the host may take it as its source port: CI saw a daemon's HTTP
+/// bind fail so ("Address already in use", go_client). Below the range only another listener
+/// can collide, and the probe skips those.
 pub fn free_tcp_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::hash::{BuildHasher, Hasher};
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // Ports from 10000 up to the range (or a span of 1000 where the range starts lower).
+    let (from, span) = if low > 11000 { (10000, low - 10000) } else { (low.saturating_sub(1000).max(1024), 1000) };
+    for _ in 0..1000 {
+        // A random draw, so that concurrent tests rarely probe the same port.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let port = from + (h.finish() % u64::from(span)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {from}..{}", from + span);
 }
 
 pub async fn connect(socket: &Path) -> Channel {
