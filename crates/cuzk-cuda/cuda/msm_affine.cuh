@@ -24,6 +24,9 @@
 //     equal digits is just many slots.
 //   - A thread's slots share one inversion. Its running products are kept in the output
 //     slots themselves (their x) until the backward pass overwrites them with the sums.
+//   - The forward pass asks for the next slot's x coordinates before this slot's product, so
+//     that the reads overlap the multiplication (buckets −1 % in G1 at 2^27, −3 % in G2 at
+//     2^25 on an H100, BENCHMARKS.md 2026-12-07).
 //   - The first round reads the points through the sort's references (bit 31: negate);
 //     later rounds read the previous round's array. Offsets per bucket come from a scan.
 // Device memory: two arrays of ~n/2 and ~n/4 points (9.8 GB at 2^27 in G1, 13.2 GB at 92 M
@@ -157,9 +160,9 @@ __device__ __forceinline__ static rnd_kind_t rnd_classify(const rnd_point_t<fiel
 // The same from the x coordinates alone where they decide it (the forward pass reads no y
 // unless an x is zero or the two are equal, both rare).
 template<class field_t>
-__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t<field_t>& in, uint32_t src, field_t& den)
+__device__ __forceinline__ static bool rnd_denominator_of(const rnd_in_t<field_t>& in, uint32_t src, const field_t& px,
+                                                          const field_t& qx, field_t& den)
 {
-    const field_t px = in.x(src), qx = in.x(src + 1);
     if (!px.is_zero() && !qx.is_zero()) {
         den = qx - px;
         if (!den.is_zero())
@@ -167,6 +170,12 @@ __device__ __forceinline__ static bool rnd_denominator(const rnd_in_t<field_t>& 
     }
     const rnd_kind_t k = rnd_classify(in.load(src), in.load(src + 1), den);
     return k == RND_ADD || k == RND_DOUBLE;
+}
+
+template<class field_t>
+__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t<field_t>& in, uint32_t src, field_t& den)
+{
+    return rnd_denominator_of(in, src, in.x(src), in.x(src + 1), den);
 }
 
 // Bucket b of the slot o: advance from b while slot o lies past the bucket's end.
@@ -223,12 +232,21 @@ __global__ static void rnd_largest(const uint32_t* hist, uint32_t nwins, uint32_
 #endif
 }
 
+// Blocks of RND_BLOCK threads each SM should hold: in G1 four (128 registers a thread, no
+// spills; unbounded, the prefetching loop took 130, which leaves room for three), in G2 what
+// its 161 registers allow (bounded to four it spills).
+template<class field_t>
+constexpr int rnd_min_blocks()
+{
+    return field_t::degree == 1 ? 4 : 1;
+}
+
 // One round: slot o of bucket b (out_off[b] ≤ o < out_off[b + 1]) takes input points
 // in_off[b] + 2j and the next, j = o − out_off[b], or carries the first alone when it is the
 // bucket's last. A warp takes 32/degree slots a step (its lanes, or pairs of them in G2). No
 // thread returns early: every lane of a warp takes part in the inversion.
 template<class field_t>
-__launch_bounds__(RND_BLOCK) __global__
+__launch_bounds__(RND_BLOCK, rnd_min_blocks<field_t>()) __global__
 static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, uint32_t spt,
                       rnd_mem_t<field_t>* out)
 {
@@ -258,13 +276,37 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
     // Forward: the running product of the denominators, slot by slot, kept in out[o].x.
     field_t run = field_t::one();
     uint32_t b = b0;
+    // The next slot's x coordinates are asked for before this slot's product, so that
+    // their reads (at random in the first round) overlap the multiplication.
+    uint32_t src = 0;
+    bool pair = false;
+    field_t px, qx;
+    if (nslots > 0) {
+        b = rnd_bucket_at(out_off, b, (uint32_t)first);
+        src = in_off[b] + 2 * ((uint32_t)first - out_off[b]);
+        pair = src + 1 < in_off[b + 1];
+        if (pair) {
+            px = in.x(src);
+            qx = in.x(src + 1);
+        }
+    }
     #pragma unroll 1
     for (uint32_t k = 0; k < nslots; k++) {
         const uint32_t o = (uint32_t)first + W * k;
-        b = rnd_bucket_at(out_off, b, o);
-        const uint32_t src = in_off[b] + 2 * (o - out_off[b]);
+        const uint32_t src_k = src;
+        const bool pair_k = pair;
+        const field_t px_k = px, qx_k = qx;
+        if (k + 1 < nslots) {
+            b = rnd_bucket_at(out_off, b, o + W);
+            src = in_off[b] + 2 * (o + W - out_off[b]);
+            pair = src + 1 < in_off[b + 1];
+            if (pair) {
+                px = in.x(src);
+                qx = in.x(src + 1);
+            }
+        }
         field_t den;
-        if (src + 1 < in_off[b + 1] && rnd_denominator(in, src, den))
+        if (pair_k && rnd_denominator_of(in, src_k, px_k, qx_k, den))
             run *= den;
         out[o].x = run;
     }
