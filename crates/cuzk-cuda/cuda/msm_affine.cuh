@@ -160,8 +160,8 @@ __device__ __forceinline__ static rnd_kind_t rnd_classify(const rnd_point_t<fiel
 // The same from the x coordinates alone where they decide it (the forward pass reads no y
 // unless an x is zero or the two are equal, both rare).
 template<class field_t>
-__device__ __forceinline__ static bool rnd_denominator_of(const rnd_in_t<field_t>& in, uint32_t src, const field_t& px,
-                                                          const field_t& qx, field_t& den)
+__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t<field_t>& in, uint32_t src, const field_t& px,
+                                                       const field_t& qx, field_t& den)
 {
     if (!px.is_zero() && !qx.is_zero()) {
         den = qx - px;
@@ -170,12 +170,6 @@ __device__ __forceinline__ static bool rnd_denominator_of(const rnd_in_t<field_t
     }
     const rnd_kind_t k = rnd_classify(in.load(src), in.load(src + 1), den);
     return k == RND_ADD || k == RND_DOUBLE;
-}
-
-template<class field_t>
-__device__ __forceinline__ static bool rnd_denominator(const rnd_in_t<field_t>& in, uint32_t src, field_t& den)
-{
-    return rnd_denominator_of(in, src, in.x(src), in.x(src + 1), den);
 }
 
 // Bucket b of the slot o: advance from b while slot o lies past the bucket's end.
@@ -306,7 +300,7 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
             }
         }
         field_t den;
-        if (pair_k && rnd_denominator_of(in, src_k, px_k, qx_k, den))
+        if (pair_k && rnd_denominator(in, src_k, px_k, qx_k, den))
             run *= den;
         out[o].x = run;
     }

@@ -119,16 +119,16 @@ static uint32_t wide_blocks(size_t items)
     return (uint32_t)((items * bucket_t::degree + 255) / 256);
 }
 
-// Per-window sort (sppark's sort_row) of windows win0 + blockIdx.y: point indices by bucket,
-// the top window's digits `top_lsbits` significant bits, the others' `lsbits`. A cooperative
-// launch of {≤ 32, windows} blocks; every block takes the same path through sort_row (it
-// depends on wbits and the grid only), so the grid-wide syncs meet.
+// Per-window sort (sppark's sort_row) of windows win0 + blockIdx.y: point indices by bucket
+// of `wbits` bits, all of them significant but in the top window's digits, which have
+// `top_lsbits`. A cooperative launch of {≤ 32, windows} blocks; every block takes the same
+// path through sort_row (it depends on wbits and the grid only), so the grid-wide syncs meet.
 __launch_bounds__(SORT_BLOCKDIM) __global__
 static void wide_sort(vec2d_t<uint32_t> digits, size_t len, uint32_t win0, vec2d_t<uint2> temps,
-                      vec2d_t<uint32_t> hist, uint32_t wbits, uint32_t lsbits, uint32_t top_win, uint32_t top_lsbits)
+                      vec2d_t<uint32_t> hist, uint32_t wbits, uint32_t top_win, uint32_t top_lsbits)
 {
     const uint32_t win = win0 + blockIdx.y;
-    sort_row(digits[win], len, temps[blockIdx.y], hist[win], wbits, win == top_win ? top_lsbits : lsbits);
+    sort_row(digits[win], len, temps[blockIdx.y], hist[win], wbits, win == top_win ? top_lsbits : wbits);
 }
 
 // Windows per wide_sort launch: as many as the device holds blocks of `grid` and `room` (whether
@@ -342,7 +342,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     // The top window's digits have top − 1 bits (see the file comment).
     for (uint32_t win = 0; win < nwins; win += sort_wins)
         s.launch_coop(wide_sort, {{grid, std::min(sort_wins, nwins - win)}, SORT_BLOCKDIM, sort_shared}, d_digits,
-                      (size_t)len, win, d_temps, d_hist, wbits - 1, wbits - 1, nwins - 1, top - 1);
+                      (size_t)len, win, d_temps, d_hist, wbits - 1, nwins - 1, top - 1);
     t1.record(s);
     pause.at(s);
 
