@@ -1,9 +1,9 @@
 // The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, by rounds of
 // pairwise additions, in G1 and G2. The prover's dense MSMs take it from 2^26 points in G1
 // and 2^25 in G2 (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS*): there it beat sppark's XYZZ
-// accumulate on an H100 (G1 at 2^27: 731 against 794 ms of buckets; G2 at 92 M points: 1355
-// against 1736 ms for the whole MSM), below it lost in G1 (BENCHMARKS.md, 2026-12-06 and -07).
-// G2 gains more: its multiplications cost ~3× G1's, and affine sums need fewer of them.
+// accumulate on an H100 (G1 at 2^27: 607 against 794 ms of buckets; G2 at 92 M points: 1355
+// against 1736 ms for the whole MSM), below it lost in G1 (BENCHMARKS.md, 2026-12-06 and -07;
+// that was before the sums were stored as coordinate arrays, below).
 //
 // Why affine: after the sort every point is added to one bucket per window, and at 2^27 points
 // that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each
@@ -28,7 +28,14 @@
 //     that the reads overlap the multiplication (buckets −1 % in G1 at 2^27, −3 % in G2 at
 //     2^25 on an H100, BENCHMARKS.md 2026-12-07).
 //   - The first round reads the points through the sort's references (bit 31: negate);
-//     later rounds read the previous round's array. Offsets per bucket come from a scan.
+//     later rounds read the previous round's sums. Offsets per bucket come from a scan.
+//   - A round's sums are stored as two arrays, the x coordinates and then the y ones, not as
+//     points: the forward pass reads only x's, and the running products (in x's place until
+//     the sums) are written as whole 32-byte sectors. Stored as G1 points (96 bytes), the x's
+//     a warp wrote left every other sector half-written and the x's it read fetched y's bytes
+//     with them: the second round at 2^26 points moved 844 bytes of DRAM a sum, now 579, and
+//     G1's bucket step at 2^27 went from 722 to 607 ms (ncu and trace, H100, BENCHMARKS.md
+//     2026-12-07). A G2 coordinate fills three whole sectors, so G2 was not slower as points.
 // Device memory: two arrays of ~n/2 and ~n/4 points (9.8 GB at 2^27 in G1, 13.2 GB at 92 M
 // in G2), reused window after window. Without room for them the caller keeps sppark's accumulate.
 //
@@ -93,25 +100,29 @@ static inline uint32_t rnd_slots_per_thread(size_t total, uint32_t sm_count, uin
 enum rnd_kind_t : uint32_t { RND_ADD, RND_DOUBLE, RND_INF, RND_FIRST, RND_SECOND };
 
 // One round's input points: the MSM's own through the sort's references (first round), or
-// the previous round's sums.
+// the previous round's sums, x's and y's apart.
 template<class field_t>
 struct rnd_in_t {
-    const rnd_mem_t<field_t>* points;
-    const uint32_t* refs;   // null after the first round
+    using coord_t = typename field_t::mem_t;
+    const rnd_mem_t<field_t>* points;   // first round
+    const uint32_t* refs;               // first round; null after it
+    const coord_t* xs;                  // later rounds
+    const coord_t* ys;
 
 // The device side only: the host pass sees blst's host field types, not sppark's device ones.
 #ifdef __CUDA_ARCH__
     __device__ __forceinline__ field_t x(uint32_t i) const
     {
-        return refs ? points[refs[i] & 0x7fffffff].x : points[i].x;
+        return refs ? field_t(points[refs[i] & 0x7fffffff].x) : field_t(xs[i]);
     }
     __device__ __forceinline__ rnd_point_t<field_t> load(uint32_t i) const
     {
-        const uint32_t r = refs ? refs[i] : i;
+        if (!refs)
+            return rnd_point_t<field_t>{xs[i], ys[i]};
+        const uint32_t r = refs[i];
         const rnd_mem_t<field_t>& m = points[r & 0x7fffffff];
         rnd_point_t<field_t> p{m.x, m.y};
-        if (refs)
-            p.y.cneg(r >> 31);   // leaves a zero y zero, so (0, 0) stays the point at infinity
+        p.y.cneg(r >> 31);   // leaves a zero y zero, so (0, 0) stays the point at infinity
         return p;
     }
 #endif
@@ -129,13 +140,6 @@ __device__ __forceinline__ static void aff_store(typename xyzz_t<field_t>::mem_t
 {
     xyzz_t<field_t> b{p.x, p.y, aff_is_inf(p)};
     out = b;
-}
-
-template<class field_t>
-__device__ __forceinline__ static void rnd_store(rnd_mem_t<field_t>& out, const rnd_point_t<field_t>& p)
-{
-    out.x = p.x;
-    out.y = p.y;
 }
 
 // The kind of pair (p, q) and, for additions and doublings, its denominator.
@@ -242,7 +246,7 @@ constexpr int rnd_min_blocks()
 template<class field_t>
 __launch_bounds__(RND_BLOCK, rnd_min_blocks<field_t>()) __global__
 static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32_t* out_off, uint32_t B, uint32_t spt,
-                      rnd_mem_t<field_t>* out)
+                      typename field_t::mem_t* out_x, typename field_t::mem_t* out_y)
 {
 #ifdef __CUDA_ARCH__
     constexpr uint32_t D = field_t::degree, W = 32 / D;
@@ -267,7 +271,7 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
         b0 = lo;
     }
 
-    // Forward: the running product of the denominators, slot by slot, kept in out[o].x.
+    // Forward: the running product of the denominators, slot by slot, kept in out_x[o].
     field_t run = field_t::one();
     uint32_t b = b0;
     // The next slot's x coordinates are asked for before this slot's product, so that
@@ -302,7 +306,7 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
         field_t den;
         if (pair_k && rnd_denominator(in, src_k, px_k, qx_k, den))
             run *= den;
-        out[o].x = run;
+        out_x[o] = run;
     }
 
     __syncwarp();
@@ -323,7 +327,7 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
             field_t den;
             const rnd_kind_t kind = rnd_classify(p, q, den);
             if (kind == RND_ADD || kind == RND_DOUBLE) {
-                const field_t one_over = k ? inv * field_t(out[o - W].x) : inv;
+                const field_t one_over = k ? inv * field_t(out_x[o - W]) : inv;
                 inv *= den;
                 field_t num;
                 if (kind == RND_ADD) {
@@ -342,7 +346,8 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
                 sum.y.zero();
             }
         }
-        rnd_store(out[o], sum);
+        out_x[o] = sum.x;
+        out_y[o] = sum.y;
     }
 #endif
 }
@@ -372,9 +377,10 @@ static const uint32_t RND_MAX_WINDOWS = 32;
 // the caller keeps sppark's accumulate.
 template<class field_t>
 struct rnd_buffers_t {
+    using coord_t = typename field_t::mem_t;
     uint32_t B;
     size_t cap[2];
-    optional_buffer_t<rnd_mem_t<field_t>> pts0, pts1;
+    optional_buffer_t<coord_t> pts0, pts1;   // each: cap x's, then cap y's
     optional_buffer_t<uint32_t> offs, largest;
     size_t scan_bytes = 0;
     optional_buffer_t<uint8_t> scan;
@@ -393,17 +399,20 @@ struct rnd_buffers_t {
     // Every byte the rounds ask for: the caller checks the margin with it first.
     static size_t bytes(size_t n, uint32_t B)
     {
-        return (capacity(n, B, 0) + capacity(n, B, 1)) * sizeof(rnd_mem_t<field_t>)
+        return (capacity(n, B, 0) + capacity(n, B, 1)) * 2 * sizeof(coord_t)
                + (3 * (size_t)(B + 1) + RND_MAX_WINDOWS) * sizeof(uint32_t) + scan_scratch(B);
     }
 
     rnd_buffers_t(size_t n, uint32_t B_, cudaStream_t s)
-        : B(B_), cap{capacity(n, B_, 0), capacity(n, B_, 1)}, pts0(cap[0], s), pts1(cap[1], s),
+        : B(B_), cap{capacity(n, B_, 0), capacity(n, B_, 1)}, pts0(2 * cap[0], s), pts1(2 * cap[1], s),
           offs(3 * (size_t)(B_ + 1), s), largest(RND_MAX_WINDOWS, s), scan_bytes(scan_scratch(B_)), scan(scan_bytes, s)
     {}
     bool ok() const { return pts0.ptr && pts1.ptr && offs.ptr && largest.ptr && scan.ptr; }
     uint32_t* off(int i) const { return offs.ptr + (size_t)i * (B + 1); }
     uint32_t* counts() const { return off(2); }
+    // Round r's sums: x's and y's.
+    coord_t* xs(uint32_t r) const { return (r & 1) ? pts1.ptr : pts0.ptr; }
+    coord_t* ys(uint32_t r) const { return xs(r) + cap[r & 1]; }
 };
 
 // The bucket sums of `nwins` windows (row after row of 2^(wbits − 1) buckets), window by
@@ -439,7 +448,7 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, typename xyzz_t<
         std::vector<uint32_t> spts;
         rnd_first_offsets<<<off_blocks, 256, 0, s>>>(&hist[y][0], B, y == 0, buf.off(0));
         CUDA_OK(cudaGetLastError());
-        rnd_in_t<field_t> in{points, &digits[y][0]};
+        rnd_in_t<field_t> in{points, &digits[y][0], nullptr, nullptr};
         int cur = 0;            // offsets of the round's input: buf.off(cur)
         size_t bound = n;       // points in the round's input, at most
         for (uint32_t r = 0; r < rounds; r++) {
@@ -450,15 +459,15 @@ static void affine_rounds(const stream_t& s, uint32_t sm_count, typename xyzz_t<
             size_t scratch = buf.scan_bytes;
             CUDA_OK(cub::DeviceScan::ExclusiveSum(buf.scan.ptr, scratch, buf.counts(), buf.off(cur ^ 1), B + 1, s));
             bound = (bound + B) / 2;
-            rnd_mem_t<field_t>* out = (r & 1) ? buf.pts1.ptr : buf.pts0.ptr;
             const uint32_t spt = rnd_slots_per_thread(bound, sm_count, D);
             if (timed)
                 spts.push_back(spt);
             const size_t warps = (bound + 32 / D * spt - 1) / (32 / D * spt);
             const size_t blocks = (warps * 32 + RND_BLOCK - 1) / RND_BLOCK;
-            rnd_pairs<field_t><<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt, out);
+            rnd_pairs<field_t><<<(uint32_t)blocks, RND_BLOCK, 0, s>>>(in, buf.off(cur), buf.off(cur ^ 1), B, spt,
+                                                                        buf.xs(r), buf.ys(r));
             CUDA_OK(cudaGetLastError());
-            in = rnd_in_t<field_t>{out, nullptr};
+            in = rnd_in_t<field_t>{nullptr, nullptr, buf.xs(r), buf.ys(r)};
             cur ^= 1;
         }
         if (timed)
