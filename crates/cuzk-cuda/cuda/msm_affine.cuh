@@ -337,7 +337,7 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
                     num = num + num + num;
                 }
                 const field_t lambda = num * one_over;
-                sum.x = (lambda ^ 2) - p.x - (kind == RND_ADD ? q.x : p.x);
+                sum.x = (lambda ^ 2) - p.x - q.x;   // a doubling has q.x = p.x
                 sum.y = lambda * (p.x - sum.x) - p.y;
             } else if (kind == RND_SECOND) {
                 sum = q;
