@@ -1,7 +1,7 @@
 // The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, by rounds of
 // pairwise additions, in G1 and G2. The prover's dense MSMs take it from 2^26 points in G1
 // and 2^25 in G2 (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS*): there it beat sppark's XYZZ
-// accumulate on an H100 (G1 at 2^27: 607 against 794 ms of buckets; G2 at 92 M points: 1355
+// accumulate on an H100 (G1 at 2^27: 555 against 794 ms of buckets; G2 at 92 M points: 1355
 // against 1736 ms for the whole MSM), below it lost in G1 (BENCHMARKS.md, 2026-12-06 and -07;
 // that was before the sums were stored as coordinate arrays, below).
 //
@@ -337,7 +337,10 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
                     num = num + num + num;
                 }
                 const field_t lambda = num * one_over;
-                sum.x = (lambda ^ 2) - p.x - q.x;   // a doubling has q.x = p.x
+                // q.x in a doubling too, where it equals p.x: a choice of p.x there was compiled
+                // as an indexed load from a local copy (a 192-byte stack frame in G1, ~160
+                // bytes of DRAM writes a sum; BENCHMARKS.md 2026-12-07).
+                sum.x = (lambda ^ 2) - p.x - q.x;
                 sum.y = lambda * (p.x - sum.x) - p.y;
             } else if (kind == RND_SECOND) {
                 sum = q;
