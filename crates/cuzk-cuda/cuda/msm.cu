@@ -39,7 +39,7 @@ typedef fr_t scalar_t;
 
 // What a run is asked to do (the Rust side's MsmPath): sppark's Pippenger as it is; a witness
 // MSM, split when it can be (msm_split.cuh); a dense MSM, with wide windows when it can be
-// (msm_wide.cuh, whose buckets from 2^26 points in G1 and 2^25 in G2 are summed in affine
+// (msm_wide.cuh, whose buckets from 2^24 points in G1 and 2^25 in G2 are summed in affine
 // coordinates, msm_affine.cuh); and, for benchmarks and tests only, the wide windows with one bucket kernel
 // forced: sppark's XYZZ accumulate, or our affine rounds at any size.
 enum msm_how_t : uint32_t { MSM_SPPARK = 0, MSM_WITNESS = 1, MSM_DENSE = 2, MSM_DENSE_XYZZ = 3, MSM_DENSE_AFFINE = 4 };

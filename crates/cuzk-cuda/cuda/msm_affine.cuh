@@ -1,9 +1,9 @@
 // The bucket step of the wide-window MSM (msm_wide.cuh) in affine coordinates, by rounds of
-// pairwise additions, in G1 and G2. The prover's dense MSMs take it from 2^26 points in G1
+// pairwise additions, in G1 and G2. The prover's dense MSMs take it from 2^24 points in G1
 // and 2^25 in G2 (msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS*): there it beat sppark's XYZZ
-// accumulate on an H100 (G1 at 2^27: 555 against 794 ms of buckets; G2 at 92 M points: 1355
-// against 1736 ms for the whole MSM), below it lost in G1 (BENCHMARKS.md, 2026-12-06 and -07;
-// that was before the sums were stored as coordinate arrays, below).
+// accumulate on an H100 (G1 at 2^27: 555 against 794 ms of buckets, at 2^24 103 against 116;
+// G2 at 92 M points: 1355 against 1736 ms for the whole MSM; BENCHMARKS.md 2026-12-06 and -07).
+// At 2^22 it lost in G1 (61 against 51 ms, before the sums were coordinate arrays, below).
 //
 // Why affine: after the sort every point is added to one bucket per window, and at 2^27 points
 // that step is ~80 % of MSM H, a PoRep partition's longest phase. sppark's accumulate keeps each

@@ -7,7 +7,7 @@
 // so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
 // window is private, so this file drives sppark's public kernels itself:
 //   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
-//   thread per bucket; from 2^26 points in G1, 2^25 in G2, our affine rounds instead, msm_affine.cuh) and
+//   thread per bucket; from 2^24 points in G1, 2^25 in G2, our affine rounds instead, msm_affine.cuh) and
 //   batch_addition (window 0's first bucket, as msm_t does)
 // over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
 // parallel over the buckets of every window instead of one block per window.
@@ -82,11 +82,12 @@ static const uint32_t WIDE_PAUSE_GROUP = 4;
 // How the buckets are summed. The prover's dense MSMs take WIDE_AFFINE_LARGE: our affine
 // rounds (msm_affine.cuh) from 2^WIDE_AFFINE_MIN_LG_POINTS points in G1 and from
 // 2^WIDE_AFFINE_MIN_LG_POINTS_G2 in G2, where they measured faster than sppark's XYZZ
-// accumulate on an H100 (G1: −4 % of the whole MSM at 96 M and 2^27 points, +3 % at 2^24,
-// +1 % at 2^25; G2: −20 % at 2^25, −22 % at 92 M, BENCHMARKS.md 2026-12-06 and -07); the
-// other two force one kernel in both groups, for benchmarks and tests.
+// accumulate on an H100 (G1, whole MSM, since the rounds keep coordinate arrays: −7 % at
+// 2^24, −13 % at 2^25, −20 to −22 % at 2^27; G2: −20 % at 2^25, −22 % at 92 M; BENCHMARKS.md
+// 2026-12-06 and -07; below 2^24 not measured since); the other two force one kernel in both
+// groups, for benchmarks and tests.
 enum wide_buckets_t : uint32_t { WIDE_XYZZ, WIDE_AFFINE_LARGE, WIDE_AFFINE };
-static const uint32_t WIDE_AFFINE_MIN_LG_POINTS = 26;
+static const uint32_t WIDE_AFFINE_MIN_LG_POINTS = 24;
 static const uint32_t WIDE_AFFINE_MIN_LG_POINTS_G2 = 25;
 
 struct wide_shape_t {

@@ -70,7 +70,7 @@ pub enum MsmPath {
     /// Witness scalars: split by value when it can be.
     Witness = 1,
     /// Dense scalars: wide windows when it can be (device scalars, resident points); from
-    /// 2^26 points in G1 and 2^25 in G2, the buckets summed in affine coordinates by rounds
+    /// 2^24 points in G1 and 2^25 in G2, the buckets summed in affine coordinates by rounds
     /// of pairwise additions (cuda/msm_affine.cuh), where that measured faster.
     Dense = 2,
     /// [`MsmPath::Dense`] with sppark's XYZZ bucket sums at every size (benchmarks, tests).

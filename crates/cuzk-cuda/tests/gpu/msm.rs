@@ -151,7 +151,7 @@ where
     }
 }
 
-/// The affine bucket sums of the wide path (cuda/msm_affine.cuh; the prover's from 2^26
+/// The affine bucket sums of the wide path (cuda/msm_affine.cuh; the prover's from 2^24
 /// points) meet every exception to the addition formula: a bucket holding a point twice (a
 /// doubling), a point and its negation (a sum at infinity, taken up again in a later round),
 /// points at infinity, and buckets of 600 and 1500 points, which take ten and eleven rounds and
@@ -208,10 +208,10 @@ macro_rules! dense_equals_sppark_around {
 }
 
 /// The prover's dense G1 MSMs switch from sppark's XYZZ bucket sums to the affine rounds at
-/// 2^26 points (cuda/msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS).
+/// 2^24 points (cuda/msm_wide.cuh, WIDE_AFFINE_MIN_LG_POINTS).
 #[test]
 fn dense_msms_equal_sppark_on_either_side_of_the_affine_switch() {
-    dense_equals_sppark_around!(MsmG1, G1Projective, 26, 14);
+    dense_equals_sppark_around!(MsmG1, G1Projective, 24, 14);
 }
 
 /// The same in G2, whose switch is at 2^25 points (WIDE_AFFINE_MIN_LG_POINTS_G2).
