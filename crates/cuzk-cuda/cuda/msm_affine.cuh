@@ -31,9 +31,9 @@
 //     later rounds read the previous round's sums. Offsets per bucket come from a scan.
 //   - A round's sums are stored as two arrays, the x coordinates and then the y ones, not as
 //     points: the forward pass reads only x's, and the running products (in x's place until
-//     the sums) are written as whole 32-byte sectors. Stored as G1 points (96 bytes), the x's
-//     a warp wrote left every other sector half-written and the x's it read fetched y's bytes
-//     with them: the second round at 2^26 points moved 844 bytes of DRAM a sum, now 579, and
+//     the sums) are written as whole 32-byte sectors. Stored as G1 points (96 bytes, three
+//     sectors), the x's a warp wrote left one sector of each point half-written, and the x's
+//     it read fetched y's bytes with them: the second round at 2^26 points moved 844 bytes of DRAM a sum, now 579, and
 //     G1's bucket step at 2^27 went from 722 to 607 ms (ncu and trace, H100, BENCHMARKS.md
 //     2026-12-07). A G2 coordinate fills three whole sectors, so G2 was not slower as points.
 // Device memory: two arrays of ~n/2 and ~n/4 points (9.8 GB at 2^27 in G1, 13.2 GB at 92 M
