@@ -279,30 +279,26 @@ static void rnd_pairs(rnd_in_t<field_t> in, const uint32_t* in_off, const uint32
     uint32_t src = 0;
     bool pair = false;
     field_t px, qx;
-    if (nslots > 0) {
-        b = rnd_bucket_at(out_off, b, (uint32_t)first);
-        src = in_off[b] + 2 * ((uint32_t)first - out_off[b]);
+    // Slot o's first input, whether it has a pair, and then both x's (b advances to o's bucket).
+    const auto fetch = [&](uint32_t o) {
+        b = rnd_bucket_at(out_off, b, o);
+        src = in_off[b] + 2 * (o - out_off[b]);
         pair = src + 1 < in_off[b + 1];
         if (pair) {
             px = in.x(src);
             qx = in.x(src + 1);
         }
-    }
+    };
+    if (nslots > 0)
+        fetch((uint32_t)first);
     #pragma unroll 1
     for (uint32_t k = 0; k < nslots; k++) {
         const uint32_t o = (uint32_t)first + W * k;
         const uint32_t src_k = src;
         const bool pair_k = pair;
         const field_t px_k = px, qx_k = qx;
-        if (k + 1 < nslots) {
-            b = rnd_bucket_at(out_off, b, o + W);
-            src = in_off[b] + 2 * (o + W - out_off[b]);
-            pair = src + 1 < in_off[b + 1];
-            if (pair) {
-                px = in.x(src);
-                qx = in.x(src + 1);
-            }
-        }
+        if (k + 1 < nslots)
+            fetch(o + W);
         field_t den;
         if (pair_k && rnd_denominator(in, src_k, px_k, qx_k, den))
             run *= den;
