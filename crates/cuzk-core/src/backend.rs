@@ -96,6 +96,7 @@ fn cuda(config: &Config) -> Result<Arc<dyn ProverBackend>, CudaUnavailable> {
         b_g2: g.b_g2,
         device_matvec: g.device_matvec,
         keep_host_params: g.keep_host_params,
+        retain_temporaries: g.retain_temporaries,
         stage_queries: None,
     };
     let prover = cuzk_cuda::CudaProver::new(options).map_err(|e| CudaUnavailable {

@@ -243,6 +243,11 @@ pub struct GpuConfig {
     /// that copy is freed once the points are on the devices — 44 GiB for porep-32g — and a
     /// partition whose device attempt fails is retried on the device instead of the CPU.
     pub keep_host_params: bool,
+    /// Keep the device memory an MSM frees for the next MSM (the default): a 32 GiB PoRep's
+    /// MSM H then does not map and unmap ~25 GB of temporaries per partition. The memory stays
+    /// the daemon's (given back when its other allocations need it), so `nvidia-smi` counts
+    /// it as used; false gives it back at once, for a device shared with another process.
+    pub retain_temporaries: bool,
 }
 
 impl Default for GpuConfig {
@@ -255,6 +260,7 @@ impl Default for GpuConfig {
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
+            retain_temporaries: true,
         }
     }
 }

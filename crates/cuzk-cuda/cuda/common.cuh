@@ -60,6 +60,79 @@ static inline const gpu_t& gpu_at(size_t index)
     return select_gpu((int)index);
 }
 
+// The device's stream-ordered pool, from which every cudaMallocAsync draws (ours and sppark's).
+// CUDA's default gives a pool's freed memory back to the device at each synchronization, so
+// every MSM mapped its temporaries afresh and unmapped them at its end: ~25 GB at 2^27 points
+// in the wide path, tens of milliseconds each way (BENCHMARKS.md). Retained
+// (cuzk_retain_temporaries), the pool keeps what was freed for the next MSM. That memory is
+// still this process's room: it counts as free (device_free_memory), and an allocation that
+// finds the device full gives it back and tries again (trim_pool). Another process on the
+// same device does not see it as free: hence the setting.
+// Bytes the pool of CUDA device `cid` holds that no allocation uses.
+static inline size_t pool_idle_bytes(int cid)
+{
+    cudaMemPool_t pool;
+    cuuint64_t reserved = 0, used = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, cid) != cudaSuccess
+        || cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess
+        || cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return reserved > used ? (size_t)(reserved - used) : 0;
+}
+
+// Free device memory as this process can use it: the device's, and what the pool holds idle.
+static inline cudaError_t device_free_memory(const gpu_t& gpu, size_t* free_mem, size_t* total_mem)
+{
+    gpu.select();
+    cudaError_t e = cudaMemGetInfo(free_mem, total_mem);
+    if (e == cudaSuccess)
+        *free_mem += pool_idle_bytes(gpu.cid());
+    return e;
+}
+
+// Give the idle memory of the pool of CUDA device `cid` (the current device) back to the
+// device. Memory freed on a stream that has not yet reached the free stays in the pool unless
+// `wait`: then the device is synchronized first (every stream; only after an allocation
+// failed, so rarely).
+static inline void trim_pool(int cid, bool wait)
+{
+    if (wait)
+        (void)cudaDeviceSynchronize();
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, cid) != cudaSuccess || cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+// Whether the pool's release threshold keeps freed memory (cuzk_retain_temporaries).
+static inline void set_pool_retention(const gpu_t& gpu, bool retain)
+{
+    gpu.select();
+    cudaMemPool_t pool;
+    CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, gpu.cid()));
+    cuuint64_t threshold = retain ? ~(cuuint64_t)0 : 0;
+    CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    if (!retain)
+        trim_pool(gpu.cid(), false);
+}
+
+// cudaMalloc, which the pool's idle memory does not serve: on out-of-memory the pool gives its
+// idle memory back (first what it can at once, then after a device synchronization) and the
+// allocation is tried again. Throws cuda_error as CUDA_OK does.
+template<typename T>
+static inline void device_malloc(const gpu_t& gpu, T** ptr, size_t bytes)
+{
+    gpu.select();
+    cudaError_t e = cudaMalloc((void**)ptr, bytes);
+    for (int wait = 0; e == cudaErrorMemoryAllocation && wait < 2 && pool_idle_bytes(gpu.cid()) > 0; wait++) {
+        (void)cudaGetLastError();   // out of memory is not sticky
+        trim_pool(gpu.cid(), wait == 1);
+        e = cudaMalloc((void**)ptr, bytes);
+    }
+    CUDA_OK(e);
+}
+
 // A stream-ordered device buffer whose allocation may fail without throwing (ptr stays null):
 // the MSM paths of msm_split.cuh and msm_wide.cuh decline, instead of failing the MSM, when
 // the device has no room for their temporaries.
@@ -69,8 +142,24 @@ struct optional_buffer_t {
     cudaStream_t stream;
     optional_buffer_t(size_t n, cudaStream_t s) : stream(s)
     {
-        if (n > 0 && cudaMallocAsync((void**)&ptr, n * sizeof(T), s) != cudaSuccess) {
-            (void)cudaGetLastError();   // out of memory is not sticky; clear it
+        if (n == 0)
+            return;
+        if (cudaMallocAsync((void**)&ptr, n * sizeof(T), s) == cudaSuccess)
+            return;
+        (void)cudaGetLastError();   // out of memory is not sticky; clear it
+        ptr = nullptr;
+        // A retained pool's idle memory may be in pieces too small for this buffer, and
+        // beside them the device full: give the pieces back and try once more.
+        int cid = 0;
+        if (cudaGetDevice(&cid) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
+        }
+        if (pool_idle_bytes(cid) == 0)
+            return;
+        trim_pool(cid, false);
+        if (cudaMallocAsync((void**)&ptr, n * sizeof(T), s) != cudaSuccess) {
+            (void)cudaGetLastError();
             ptr = nullptr;
         }
     }
@@ -90,13 +179,12 @@ inline size_t margin_divisor = 32;
 // ask before they allocate: they used to take whatever was free, and beside another
 // partition's buffers (deadline work run while a PoRep partition waits at a phase boundary)
 // that filled the device to its last gigabytes. Declining costs the MSM sppark's narrower
-// windows, never the proof. The stream-ordered pool gives freed memory back at each
-// synchronization (no release threshold is set), so the free figure is current at an MSM's start.
+// windows, never the proof. What the stream-ordered pool holds idle counts as free (see
+// device_free_memory): the MSM's own buffers are served from it first.
 static inline bool leaves_margin(const gpu_t& gpu, size_t bytes)
 {
-    gpu.select();
     size_t free_mem = 0, total_mem = 0;
-    if (cudaMemGetInfo(&free_mem, &total_mem) != cudaSuccess) {
+    if (device_free_memory(gpu, &free_mem, &total_mem) != cudaSuccess) {
         (void)cudaGetLastError();
         return false;
     }

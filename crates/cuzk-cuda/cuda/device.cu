@@ -42,7 +42,7 @@ CUZK_FFI RustError cuzk_device_props(size_t index, cuzk_device_props_t* out)
         out->sm_count = p.multiProcessorCount;
         memcpy(out->name, p.name, std::min(sizeof(out->name) - 1, strnlen(p.name, sizeof(p.name))));
         CUDA_OK(cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), gpu.cid()));
-        CUDA_OK(cudaMemGetInfo(&out->free_mem, &out->total_mem));
+        CUDA_OK(device_free_memory(gpu, &out->free_mem, &out->total_mem));
     });
 }
 
@@ -53,12 +53,23 @@ CUZK_FFI void cuzk_set_margin(size_t slack, size_t divisor)
     margin_divisor = divisor > 0 ? divisor : 1;
 }
 
+// Free device memory counts what the stream-ordered pool holds idle (common.cuh).
 CUZK_FFI RustError cuzk_device_mem(size_t index, size_t* free_mem, size_t* total_mem)
 {
-    return guarded([&] {
-        gpu_at(index);
-        CUDA_OK(cudaMemGetInfo(free_mem, total_mem));
-    });
+    return guarded([&] { CUDA_OK(device_free_memory(gpu_at(index), free_mem, total_mem)); });
+}
+
+// Whether the device's stream-ordered pool keeps freed memory for the next MSM (common.cuh,
+// set_pool_retention); off gives back what it holds now.
+CUZK_FFI RustError cuzk_retain_temporaries(size_t index, bool retain)
+{
+    return guarded([&] { set_pool_retention(gpu_at(index), retain); });
+}
+
+// Bytes the device's pool holds that no allocation uses (kept for the next MSM).
+CUZK_FFI RustError cuzk_retained_bytes(size_t index, size_t* bytes)
+{
+    return guarded([&] { *bytes = pool_idle_bytes(gpu_at(index).cid()); });
 }
 
 // Page-lock host memory the devices will read many times (parameters streamed per proof), so

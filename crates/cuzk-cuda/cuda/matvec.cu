@@ -197,11 +197,11 @@ CUZK_FFI RustError cuzk_csr_upload(size_t index, size_t rows, const void* row_pt
         m = new csr_dev{index, rows, nnz, ncoeffs, wide, nullptr, nullptr, nullptr, nullptr,
                         nullptr, medium, list.size() - medium};
         size_t ptr_bytes = (rows + 1) * (wide ? 8 : 4);
-        CUDA_OK(cudaMalloc(&m->row_ptr, ptr_bytes));
-        CUDA_OK(cudaMalloc(&m->cols, (nnz ? nnz : 1) * 4));
-        CUDA_OK(cudaMalloc(&m->cidx, (nnz ? nnz : 1) * 4));
-        CUDA_OK(cudaMalloc(&m->coeffs, ncoeffs * sizeof(fr_t)));
-        CUDA_OK(cudaMalloc(&m->listed, (list.empty() ? 1 : list.size()) * 4));
+        device_malloc(gpu, &m->row_ptr, ptr_bytes);
+        device_malloc(gpu, &m->cols, (nnz ? nnz : 1) * 4);
+        device_malloc(gpu, &m->cidx, (nnz ? nnz : 1) * 4);
+        device_malloc(gpu, &m->coeffs, ncoeffs * sizeof(fr_t));
+        device_malloc(gpu, &m->listed, (list.empty() ? 1 : list.size()) * 4);
         gpu[0].HtoD((uint8_t*)m->row_ptr, row_ptr, ptr_bytes);
         gpu[1].HtoD(m->cols, cols, nnz);
         gpu[2].HtoD(m->cidx, cidx, nnz);
@@ -282,8 +282,7 @@ CUZK_FFI RustError cuzk_device_alloc(size_t index, size_t bytes, void** d_out)
 {
     *d_out = nullptr;
     return guarded([&] {
-        gpu_at(index);
-        CUDA_OK(cudaMalloc(d_out, bytes ? bytes : 1));
+        device_malloc(gpu_at(index), d_out, bytes ? bytes : 1);
     });
 }
 

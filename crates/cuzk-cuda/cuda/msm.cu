@@ -80,12 +80,12 @@ static RustError ctx_create(size_t index, const affine* points, size_t npoints, 
             throw std::invalid_argument("MSM context over zero points");
         if (points == nullptr && !resident)
             throw std::invalid_argument("a streaming MSM context needs its host points");
-        gpu_at(index);
+        const gpu_t& gpu = gpu_at(index);
         const size_t chunk = std::is_same<affine, affine_t>::value ? CHUNK_G1_POINTS : CHUNK_G2_POINTS;
         auto* ctx = new ctx_t{index, nullptr, resident ? nullptr : points, nullptr, npoints, chunk};
         try {
             if (resident) {
-                CUDA_OK(cudaMalloc(&ctx->d_points, npoints * sizeof(affine)));
+                device_malloc(gpu, &ctx->d_points, npoints * sizeof(affine));
                 if (points != nullptr)
                     CUDA_OK(cudaMemcpy(ctx->d_points, points, npoints * sizeof(affine), cudaMemcpyHostToDevice));
             }
@@ -185,16 +185,24 @@ template<class ctx_t, class point, class affine>
 static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t off, size_t n, bool on_device,
                           const affine* d_chunk, point* out)
 {
-    RustError e;
     const scalar_t* s = scalars + off;
     const affine* d_pts = d_chunk ? d_chunk : ctx->d_points ? (const affine*)ctx->d_points + off : nullptr;
-    if (d_pts != nullptr) {
-        dev_ptr_t<affine> pts((affine*)d_pts, n);
-        e = on_device ? ctx->engine->invoke(*out, pts, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
-                      : ctx->engine->invoke(*out, pts, n, s, true);
-    } else {
-        e = on_device ? ctx->engine->invoke(*out, ctx->host_points + off, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
-                      : ctx->engine->invoke(*out, ctx->host_points + off, n, s, true);
+    auto invoke = [&]() -> RustError {
+        if (d_pts != nullptr) {
+            dev_ptr_t<affine> pts((affine*)d_pts, n);
+            return on_device ? ctx->engine->invoke(*out, pts, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
+                             : ctx->engine->invoke(*out, pts, n, s, true);
+        }
+        return on_device ? ctx->engine->invoke(*out, ctx->host_points + off, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
+                         : ctx->engine->invoke(*out, ctx->host_points + off, n, s, true);
+    };
+    RustError e = invoke();
+    // sppark's temporaries come from the stream-ordered pool; where a retained pool's idle
+    // pieces could not serve them beside a full device, the pool gives them back (common.cuh).
+    if (e.code == cudaErrorMemoryAllocation && pool_idle_bytes(select_gpu((int)ctx->index).cid()) > 0) {
+        (void)cudaGetLastError();
+        trim_pool(select_gpu((int)ctx->index).cid(), true);
+        e = invoke();
     }
     if (e.code != cudaSuccess)
         throw cuda_error{e.code, e.message ? e.message : "MSM failed"};

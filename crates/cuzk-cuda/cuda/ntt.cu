@@ -99,7 +99,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
             throw std::invalid_argument("quotient: bad domain size");
         const gpu_t& gpu = gpu_at(index);
         const size_t n = (size_t)1 << lg_n;
-        CUDA_OK(cudaMalloc(&d_abc, 3 * n * sizeof(fr_t)));
+        device_malloc(gpu, &d_abc, 3 * n * sizeof(fr_t));
         const fr_t* host[3] = {a, b, c};
         timing_event t0, t1, t2;
         t0.record(gpu);

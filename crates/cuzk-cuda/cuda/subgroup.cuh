@@ -119,7 +119,7 @@ struct points_on_device_t {
             ptr = (const raw_t*)ctx->d_points + offset;
             return;
         }
-        CUDA_OK(cudaMalloc(&tmp, (n ? n : 1) * sizeof(raw_t)));
+        device_malloc(gpu, &tmp, (n ? n : 1) * sizeof(raw_t));
         ptr = (const raw_t*)tmp;
         if (n > 0) {
             cudaError_t e = cudaMemcpyAsync(tmp, (const raw_t*)ctx->host_owned + offset, n * sizeof(raw_t), cudaMemcpyHostToDevice, gpu);
@@ -142,7 +142,7 @@ template<class F>
 static size_t subgroup_run(const gpu_t& gpu, F launch)
 {
     unsigned long long* d_bad = nullptr;
-    CUDA_OK(cudaMalloc(&d_bad, sizeof(*d_bad)));
+    device_malloc(gpu, &d_bad, sizeof(*d_bad));
     unsigned long long bad = ~0ull;
     try {
         CUDA_OK(cudaMemcpyAsync(d_bad, &bad, sizeof(bad), cudaMemcpyHostToDevice, gpu));

@@ -28,6 +28,8 @@ mod failures;
 mod matvec;
 #[path = "gpu/msm.rs"]
 mod msm;
+#[path = "gpu/pool.rs"]
+mod pool;
 #[path = "gpu/proofs.rs"]
 mod proofs;
 #[path = "gpu/setup.rs"]

@@ -99,6 +99,23 @@ pub fn memory(index: usize) -> Result<(u64, u64), CudaError> {
     Ok((free as u64, total as u64))
 }
 
+/// Whether device `index` keeps the memory its MSMs free for the next one (its stream-ordered
+/// pool's release threshold; cuda/common.cuh). Kept, a 2^27 MSM does not map and unmap ~25 GB
+/// of temporaries per call; the memory stays this process's (free to [`memory`], and given
+/// back when an allocation needs it) but other processes on the device see it as used.
+/// Off gives back what the pool holds now.
+pub fn retain_temporaries(index: usize, retain: bool) -> Result<(), CudaError> {
+    check(unsafe { ffi::cuzk_retain_temporaries(index, retain) })
+}
+
+/// Bytes device `index`'s pool keeps for the next MSM that nothing uses now (counted in the
+/// free bytes of [`memory`]).
+pub fn retained_bytes(index: usize) -> Result<u64, CudaError> {
+    let mut bytes = 0usize;
+    check(unsafe { ffi::cuzk_retained_bytes(index, &mut bytes) })?;
+    Ok(bytes as u64)
+}
+
 /// The devices to use: `ordinals` (CUDA ordinals; empty = all), each resolved to its index.
 /// An ordinal that does not exist is an error, not a silent fallback to another device. So is
 /// a listed device whose compute capability no compiled target runs on; with an empty list such

@@ -42,6 +42,8 @@ extern "C" {
     pub fn cuzk_device_props(index: usize, out: *mut DeviceProps) -> Error;
     pub fn cuzk_device_mem(index: usize, free: *mut usize, total: *mut usize) -> Error;
     pub fn cuzk_set_margin(slack: usize, divisor: usize);
+    pub fn cuzk_retain_temporaries(index: usize, retain: bool) -> Error;
+    pub fn cuzk_retained_bytes(index: usize, bytes: *mut usize) -> Error;
     pub fn cuzk_host_register(ptr: *mut c_void, bytes: usize) -> Error;
     pub fn cuzk_host_unregister(ptr: *mut c_void) -> Error;
     pub fn cuzk_device_free(index: usize, d_ptr: *mut c_void);

@@ -43,6 +43,9 @@ pub struct CudaOptions {
     /// Keep the host copy of parameters every device holds resident (see
     /// [`ProverBackend::adopt_srs`]); false frees it.
     pub keep_host_params: bool,
+    /// Keep the memory MSMs free for the next MSM on the device instead of giving it back at
+    /// once ([`device::retain_temporaries`]).
+    pub retain_temporaries: bool,
     /// Tests and benchmarks: stage these queries of every SRS the devices take, whatever the
     /// room (`crate::placement` chooses otherwise). Not in the configuration.
     pub stage_queries: Option<Staged>,
@@ -57,6 +60,7 @@ impl Default for CudaOptions {
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
+            retain_temporaries: true,
             stage_queries: None,
         }
     }
@@ -102,6 +106,7 @@ impl CudaProver {
         for d in &infos {
             tracing::info!(ordinal = d.ordinal, name = %d.name, pci = %d.pci_bus_id, sm = ?d.compute_capability,
                 memory_gib = d.total_memory as f64 / (1u64 << 30) as f64, "CUDA device in use");
+            device::retain_temporaries(d.index, options.retain_temporaries)?;
         }
         let gpus = infos
             .into_iter()
