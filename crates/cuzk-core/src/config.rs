@@ -243,10 +243,11 @@ pub struct GpuConfig {
     /// that copy is freed once the points are on the devices — 44 GiB for porep-32g — and a
     /// partition whose device attempt fails is retried on the device instead of the CPU.
     pub keep_host_params: bool,
-    /// Keep the device memory an MSM frees for the next MSM (the default): a 32 GiB PoRep's
-    /// MSM H then does not map and unmap ~25 GB of temporaries per partition. The memory stays
-    /// the daemon's (given back when its other allocations need it), so `nvidia-smi` counts
-    /// it as used; false gives it back at once, for a device shared with another process.
+    /// Keep the device memory an MSM frees for the next MSM instead of unmapping it (off by
+    /// default). A lone 2^27-point MSM is ~50 ms faster so; a 32 GiB PoRep stream on an H100
+    /// was not (BENCHMARKS.md 2026-12-07): each partition's own device buffers had to take the
+    /// memory back. The memory stays the daemon's (given back when its other allocations need
+    /// it), but `nvidia-smi` counts it as used and other processes cannot have it.
     pub retain_temporaries: bool,
 }
 
@@ -260,7 +261,7 @@ impl Default for GpuConfig {
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
-            retain_temporaries: true,
+            retain_temporaries: false,
         }
     }
 }

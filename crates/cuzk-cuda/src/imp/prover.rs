@@ -44,7 +44,8 @@ pub struct CudaOptions {
     /// [`ProverBackend::adopt_srs`]); false frees it.
     pub keep_host_params: bool,
     /// Keep the memory MSMs free for the next MSM on the device instead of giving it back at
-    /// once ([`device::retain_temporaries`]).
+    /// once ([`device::retain_temporaries`]; off by default, see cuzk-core's `gpus`
+    /// configuration for why).
     pub retain_temporaries: bool,
     /// Tests and benchmarks: stage these queries of every SRS the devices take, whatever the
     /// room (`crate::placement` chooses otherwise). Not in the configuration.
@@ -60,7 +61,7 @@ impl Default for CudaOptions {
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
-            retain_temporaries: true,
+            retain_temporaries: false,
             stage_queries: None,
         }
     }

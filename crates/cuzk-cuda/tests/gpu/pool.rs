@@ -1,6 +1,6 @@
-//! The device memory MSMs free, kept for the next MSM (`retain_temporaries`, the prover's
-//! default; cuda/common.cuh): it counts as free, a plain allocation that needs it gets it
-//! back, and turned off it is given back at once.
+//! The device memory MSMs free, kept for the next MSM (`retain_temporaries`; cuda/common.cuh):
+//! it counts as free, a plain allocation that needs it gets it back, and turned off it is
+//! given back at once.
 
 use super::*;
 use cuzk_cuda::device;
@@ -50,5 +50,4 @@ fn retained_msm_memory_counts_as_free_and_goes_to_an_allocation_that_needs_it() 
     small("turned off");
     assert_eq!(run(), want, "an MSM with the pool released");
     small("turned off, after an MSM");
-    device::retain_temporaries(DEV, true).unwrap();
 }
