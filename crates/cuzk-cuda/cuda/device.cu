@@ -53,13 +53,13 @@ CUZK_FFI void cuzk_set_margin(size_t slack, size_t divisor)
     margin_divisor = divisor > 0 ? divisor : 1;
 }
 
-// Free device memory counts what the stream-ordered pool holds idle (common.cuh).
+// Free device memory counts what the stream-ordered pool holds idle (pool.cuh).
 CUZK_FFI RustError cuzk_device_mem(size_t index, size_t* free_mem, size_t* total_mem)
 {
     return guarded([&] { CUDA_OK(device_free_memory(gpu_at(index), free_mem, total_mem)); });
 }
 
-// Whether the device's stream-ordered pool keeps freed memory for the next MSM (common.cuh,
+// Whether the device's stream-ordered pool keeps freed memory for the next MSM (pool.cuh,
 // set_pool_retention); off gives back what it holds now.
 CUZK_FFI RustError cuzk_retain_temporaries(size_t index, bool retain)
 {

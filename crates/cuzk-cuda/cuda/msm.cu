@@ -198,7 +198,7 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t off, size_
     };
     RustError e = invoke();
     // sppark's temporaries come from the stream-ordered pool; where a retained pool's idle
-    // pieces could not serve them beside a full device, the pool gives them back (common.cuh).
+    // pieces could not serve them beside a full device, the pool gives them back (pool.cuh).
     if (e.code == -(int)cudaErrorMemoryAllocation   // sppark stores minus the cudaError_t
         && pool_idle_bytes(select_gpu((int)ctx->index).cid()) > 0) {
         (void)cudaGetLastError();

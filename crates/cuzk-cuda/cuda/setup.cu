@@ -96,7 +96,7 @@ static RustError fixed_base(size_t index, const void* table, size_t table_len, i
         const gpu_t& gpu = gpu_at(index);
         static_assert(sizeof(affine_mem_t) == sizeof(affine_mem<field_t>), "affine layout");
         // sppark's dev_ptr_t below is a plain cudaMalloc, which a retained pool's idle memory
-        // does not serve (common.cuh): give that back first. Setups are made at load, rarely.
+        // does not serve (pool.cuh): give that back first. Setups are made at load, rarely.
         if (pool_idle_bytes(gpu.cid()) > 0)
             trim_pool(gpu.cid(), false);
         dev_ptr_t<affine_mem_t> d_table{table_len};

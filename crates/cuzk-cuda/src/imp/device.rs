@@ -100,7 +100,7 @@ pub fn memory(index: usize) -> Result<(u64, u64), CudaError> {
 }
 
 /// Whether device `index` keeps the memory its MSMs free for the next one (its stream-ordered
-/// pool's release threshold; cuda/common.cuh). Kept, a 2^27 MSM does not map and unmap ~25 GB
+/// pool's release threshold; cuda/pool.cuh). Kept, a 2^27 MSM does not map and unmap ~25 GB
 /// of temporaries per call; the memory stays this process's (free to [`memory`], and given
 /// back when an allocation needs it) but other processes on the device see it as used.
 /// Off gives back what the pool holds now.

@@ -1,4 +1,4 @@
-//! The device memory MSMs free, kept for the next MSM (`retain_temporaries`; cuda/common.cuh):
+//! The device memory MSMs free, kept for the next MSM (`retain_temporaries`; cuda/pool.cuh):
 //! it counts as free, a plain allocation that needs it gets it back, and turned off it is
 //! given back at once.
 

@@ -1,0 +1,86 @@
+// The device's stream-ordered pool, from which every cudaMallocAsync draws (ours and sppark's).
+// CUDA's default gives a pool's freed memory back to the device at each synchronization, so
+// every MSM mapped its temporaries afresh and unmapped them at its end: ~25 GB at 2^27 points
+// in the wide path, tens of milliseconds each way (BENCHMARKS.md). Retained
+// (cuzk_retain_temporaries), the pool keeps what was freed for the next MSM. That memory is
+// still this process's room: it counts as free (device_free_memory), and an allocation that
+// finds the device full gives it back and tries again (trim_pool). Another process on the
+// same device does not see it as free: hence the setting, off by default. Off, the pool holds
+// nothing idle past a synchronization and every helper below is the plain call.
+//
+// Measured (BENCHMARKS.md 2026-12-07, H100): a lone 2^27 MSM 769 → 719 ms retained; a 32 GiB
+// PoRep stream not faster, since each partition's buffers (a, b, c: 12.9 GB, plain cudaMalloc)
+// had to take the memory back from the pool, and H's temporaries were mapped again
+// (inferred from the phases: H 16 ms shorter, the partition 23 ms longer).
+//
+// Included by common.cuh, whose optional_buffer_t and leaves_margin use it.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <util/exception.cuh>
+#include <util/gpu_t.cuh>
+
+// Bytes the pool of CUDA device `cid` holds that no allocation uses.
+static inline size_t pool_idle_bytes(int cid)
+{
+    cudaMemPool_t pool;
+    cuuint64_t reserved = 0, used = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, cid) != cudaSuccess
+        || cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess
+        || cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return reserved > used ? (size_t)(reserved - used) : 0;
+}
+
+// Free device memory as this process can use it: the device's, and what the pool holds idle.
+static inline cudaError_t device_free_memory(const gpu_t& gpu, size_t* free_mem, size_t* total_mem)
+{
+    gpu.select();
+    cudaError_t e = cudaMemGetInfo(free_mem, total_mem);
+    if (e == cudaSuccess)
+        *free_mem += pool_idle_bytes(gpu.cid());
+    return e;
+}
+
+// Give the idle memory of the pool of CUDA device `cid` (the current device) back to the
+// device. Memory freed on a stream that has not yet reached the free stays in the pool unless
+// `wait`: then the device is synchronized first (every stream; only after an allocation
+// failed, so rarely).
+static inline void trim_pool(int cid, bool wait)
+{
+    if (wait)
+        (void)cudaDeviceSynchronize();
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, cid) != cudaSuccess || cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+// Whether the pool's release threshold keeps freed memory (cuzk_retain_temporaries).
+static inline void set_pool_retention(const gpu_t& gpu, bool retain)
+{
+    gpu.select();
+    cudaMemPool_t pool;
+    CUDA_OK(cudaDeviceGetDefaultMemPool(&pool, gpu.cid()));
+    cuuint64_t threshold = retain ? ~(cuuint64_t)0 : 0;
+    CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    if (!retain)
+        trim_pool(gpu.cid(), false);
+}
+
+// cudaMalloc, which the pool's idle memory does not serve: on out-of-memory the pool gives its
+// idle memory back (first what it can at once, then after a device synchronization) and the
+// allocation is tried again. Throws cuda_error as CUDA_OK does.
+template<typename T>
+static inline void device_malloc(const gpu_t& gpu, T** ptr, size_t bytes)
+{
+    gpu.select();
+    cudaError_t e = cudaMalloc((void**)ptr, bytes);
+    for (int wait = 0; e == cudaErrorMemoryAllocation && wait < 2 && pool_idle_bytes(gpu.cid()) > 0; wait++) {
+        (void)cudaGetLastError();   // out of memory is not sticky
+        trim_pool(gpu.cid(), wait == 1);
+        e = cudaMalloc((void**)ptr, bytes);
+    }
+    CUDA_OK(e);
+}
