@@ -107,7 +107,11 @@ impl CudaProver {
         for d in &infos {
             tracing::info!(ordinal = d.ordinal, name = %d.name, pci = %d.pci_bus_id, sm = ?d.compute_capability,
                 memory_gib = d.total_memory as f64 / (1u64 << 30) as f64, "CUDA device in use");
-            device::retain_temporaries(d.index, options.retain_temporaries)?;
+            // A speed setting: a device that refuses it still proves, at the default.
+            if let Err(e) = device::retain_temporaries(d.index, options.retain_temporaries) {
+                tracing::warn!(ordinal = d.ordinal, error = %e, retain = options.retain_temporaries,
+                    "could not set whether the device keeps MSM temporaries; left as it was");
+            }
         }
         let gpus = infos
             .into_iter()
