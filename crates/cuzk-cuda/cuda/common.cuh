@@ -73,24 +73,15 @@ struct optional_buffer_t {
     {
         if (n == 0)
             return;
-        if (cudaMallocAsync((void**)&ptr, n * sizeof(T), s) == cudaSuccess)
-            return;
-        (void)cudaGetLastError();   // out of memory is not sticky; clear it
-        ptr = nullptr;
         // A retained pool's idle memory may be in pieces too small for this buffer, and
-        // beside them the device full: give the pieces back and try once more.
-        int cid = 0;
-        if (cudaGetDevice(&cid) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return;
-        }
-        if (pool_idle_bytes(cid) == 0)
-            return;
-        trim_pool(cid, false);
-        if (cudaMallocAsync((void**)&ptr, n * sizeof(T), s) != cudaSuccess) {
-            (void)cudaGetLastError();
+        // beside them the device full: the pieces go back and the allocation is tried again
+        // (pool.cuh). Without a current device (cid −1) the pool reports nothing idle.
+        int cid = -1;
+        if (cudaGetDevice(&cid) != cudaSuccess)
+            cid = -1;
+        if (!with_idle_pool_given_back(cid, false, [&] { return cudaMallocAsync((void**)&ptr, n * sizeof(T), s) == cudaSuccess; }))
             ptr = nullptr;
-        }
+        (void)cudaGetLastError();   // out of memory is not sticky; clear it
     }
     ~optional_buffer_t() { if (ptr) (void)cudaFreeAsync(ptr, stream); }
     optional_buffer_t(const optional_buffer_t&) = delete;

@@ -196,15 +196,13 @@ static void ctx_pippenger(ctx_t* ctx, const scalar_t* scalars, size_t off, size_
         return on_device ? ctx->engine->invoke(*out, ctx->host_points + off, n, dev_ptr_t<scalar_t>((scalar_t*)s, n), true)
                          : ctx->engine->invoke(*out, ctx->host_points + off, n, s, true);
     };
-    RustError e = invoke();
     // sppark's temporaries come from the stream-ordered pool; where a retained pool's idle
     // pieces could not serve them beside a full device, the pool gives them back (pool.cuh).
-    if (e.code == -(int)cudaErrorMemoryAllocation   // sppark stores minus the cudaError_t
-        && pool_idle_bytes(select_gpu((int)ctx->index).cid()) > 0) {
-        (void)cudaGetLastError();
-        trim_pool(select_gpu((int)ctx->index).cid(), true);
+    RustError e;
+    with_idle_pool_given_back(select_gpu((int)ctx->index).cid(), true, [&] {
         e = invoke();
-    }
+        return e.code != -(int)cudaErrorMemoryAllocation;   // sppark stores minus the cudaError_t
+    });
     if (e.code != cudaSuccess)
         throw cuda_error{e.code, e.message ? e.message : "MSM failed"};
 }

@@ -69,18 +69,35 @@ static inline void set_pool_retention(const gpu_t& gpu, bool retain)
         trim_pool(gpu.cid(), false);
 }
 
-// cudaMalloc, which the pool's idle memory does not serve: on out-of-memory the pool gives its
-// idle memory back (first what it can at once, then after a device synchronization) and the
-// allocation is tried again. Throws cuda_error as CUDA_OK does.
+// Runs `done` (an allocation, or work that allocates; true when it succeeded or failed for a
+// reason other than memory) and, while it ran out of memory and the pool of CUDA device `cid`
+// holds idle memory, has the pool give that back and runs it again: at once, then, if
+// `may_wait`, after a device synchronization (see trim_pool). Every allocation the pool's idle
+// memory does not serve goes through here. Returns the last run's `done`.
+template<class F>
+static inline bool with_idle_pool_given_back(int cid, bool may_wait, F done)
+{
+    if (done())
+        return true;
+    for (int wait = 0; wait < (may_wait ? 2 : 1) && pool_idle_bytes(cid) > 0; wait++) {
+        (void)cudaGetLastError();   // out of memory is not sticky
+        trim_pool(cid, wait == 1);
+        if (done())
+            return true;
+    }
+    return false;
+}
+
+// cudaMalloc, which the pool's idle memory does not serve, so it takes that back when the
+// device is full. Throws cuda_error as CUDA_OK does.
 template<typename T>
 static inline void device_malloc(const gpu_t& gpu, T** ptr, size_t bytes)
 {
     gpu.select();
-    cudaError_t e = cudaMalloc((void**)ptr, bytes);
-    for (int wait = 0; e == cudaErrorMemoryAllocation && wait < 2 && pool_idle_bytes(gpu.cid()) > 0; wait++) {
-        (void)cudaGetLastError();   // out of memory is not sticky
-        trim_pool(gpu.cid(), wait == 1);
+    cudaError_t e = cudaSuccess;
+    with_idle_pool_given_back(gpu.cid(), true, [&] {
         e = cudaMalloc((void**)ptr, bytes);
-    }
+        return e != cudaErrorMemoryAllocation;
+    });
     CUDA_OK(e);
 }
