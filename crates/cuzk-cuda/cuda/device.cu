@@ -84,11 +84,10 @@ CUZK_FFI RustError cuzk_host_unregister(void* ptr)
     return guarded([&] { CUDA_OK(cudaHostUnregister(ptr)); });
 }
 
-// Free a device buffer handed to Rust by another entry point (e.g. the quotient).
+// Free a device buffer handed to Rust by cuzk_device_alloc or the quotient (both pool_malloc).
 CUZK_FFI void cuzk_device_free(size_t index, void* d_ptr)
 {
     if (d_ptr == nullptr || index >= ngpus())
         return;
-    select_gpu((int)index);
-    (void)cudaFree(d_ptr);
+    pool_free(select_gpu((int)index), d_ptr);
 }

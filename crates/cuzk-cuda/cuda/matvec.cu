@@ -277,12 +277,13 @@ CUZK_FFI RustError cuzk_pce_eval(size_t index, const csr_dev* const mats[3], con
     });
 }
 
-// Plain device memory for the Rust side (witness, a/b/c, index lists); free with cuzk_device_free.
+// Device memory for the Rust side (witness, a/b/c, index lists), from the device's pool
+// (pool.cuh, pool_malloc); free with cuzk_device_free.
 CUZK_FFI RustError cuzk_device_alloc(size_t index, size_t bytes, void** d_out)
 {
     *d_out = nullptr;
     return guarded([&] {
-        device_malloc(gpu_at(index), d_out, bytes ? bytes : 1);
+        pool_malloc(gpu_at(index), d_out, bytes ? bytes : 1);
     });
 }
 

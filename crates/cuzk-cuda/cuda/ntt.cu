@@ -99,7 +99,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
             throw std::invalid_argument("quotient: bad domain size");
         const gpu_t& gpu = gpu_at(index);
         const size_t n = (size_t)1 << lg_n;
-        device_malloc(gpu, &d_abc, 3 * n * sizeof(fr_t));
+        pool_malloc(gpu, &d_abc, 3 * n * sizeof(fr_t));
         const fr_t* host[3] = {a, b, c};
         timing_event t0, t1, t2;
         t0.record(gpu);
@@ -131,7 +131,7 @@ CUZK_FFI RustError cuzk_quotient(size_t index, const fr_t* a, const fr_t* b, con
     });
     if (r.code != cudaSuccess) {
         if (d_abc != nullptr)
-            (void)cudaFree(d_abc);
+            pool_free(select_gpu((int)index), d_abc);
         return r;
     }
     *d_h = d_abc;

@@ -101,3 +101,33 @@ static inline void device_malloc(const gpu_t& gpu, T** ptr, size_t bytes)
     });
     CUDA_OK(e);
 }
+
+// Device memory handed to the Rust side (witnesses, a/b/c, the quotient's buffers), drawn from
+// the same stream-ordered pool as the MSMs' temporaries: with the pool kept, one mapping then
+// serves every phase of a partition, where plain cudaMalloc'd buffers had to take the pool's
+// memory back each partition (BENCHMARKS.md 2026-12-07). Allocated on the device's first
+// stream and synchronized there, so that every stream may use it at once; freed by pool_free.
+template<typename T>
+static inline void pool_malloc(const gpu_t& gpu, T** ptr, size_t bytes)
+{
+    gpu.select();
+    const stream_t& zero = gpu;
+    cudaError_t e = cudaSuccess;
+    with_idle_pool_given_back(gpu.cid(), true, [&] {
+        e = cudaMallocAsync((void**)ptr, bytes, zero);
+        return e != cudaErrorMemoryAllocation;
+    });
+    CUDA_OK(e);
+    CUDA_OK(cudaStreamSynchronize(zero));
+}
+
+// Frees pool_malloc's memory as cudaFree would: after all of the device's work (no stream may
+// still read it), back into the pool, which keeps it only if retained.
+static inline void pool_free(const gpu_t& gpu, void* ptr)
+{
+    gpu.select();
+    (void)cudaDeviceSynchronize();
+    const stream_t& zero = gpu;
+    (void)cudaFreeAsync(ptr, zero);
+    (void)cudaStreamSynchronize(zero);
+}

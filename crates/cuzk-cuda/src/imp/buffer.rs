@@ -64,7 +64,8 @@ impl<T: Copy> DeviceBuffer<T> {
         Ok(v)
     }
 
-    /// Take ownership of a device pointer the glue allocated (with cudaMalloc) on `index`.
+    /// Take ownership of a device pointer the glue allocated on `index` as `cuzk_device_alloc`
+    /// does (from the device's stream-ordered pool; `cuzk_device_free` gives it back).
     pub(crate) unsafe fn from_raw(index: usize, ptr: *mut T, len: usize) -> Self {
         DeviceBuffer { index, ptr, len, _t: PhantomData }
     }

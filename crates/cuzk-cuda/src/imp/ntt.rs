@@ -75,7 +75,8 @@ pub fn quotient(
             ms.as_mut_ptr(),
         )
     })?;
-    // SAFETY: on success the glue hands over a cudaMalloc'd buffer of 3n elements.
+    // SAFETY: on success the glue hands over a buffer of 3n elements from the device's pool,
+    // as cuzk_device_alloc's.
     let buf = unsafe { DeviceBuffer::from_raw(index, d_h, 3 * domain.n) };
     Ok((buf, QuotientTimings { upload_ms: ms[0], ntt_ms: ms[1] }))
 }

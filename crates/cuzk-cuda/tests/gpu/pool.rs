@@ -31,8 +31,8 @@ fn retained_msm_memory_counts_as_free_and_goes_to_an_allocation_that_needs_it() 
     );
     assert_eq!(run(), want, "second MSM, on the kept memory");
 
-    // A plain cudaMalloc cannot take the pool's memory: asked for all but 512 MiB of what
-    // counts as free, it gets it only if the pool gives its idle memory back.
+    // Asked for all but 512 MiB of what counts as free, more than the device has beside the
+    // pool's idle pieces, an allocation gets it only if the pool gives those back.
     let big = (free_after - (512 << 20)) as usize;
     let taken = DeviceBuffer::<u8>::alloc(DEV, big).expect("an allocation of the free memory, the pool's included");
     // (A piece beside a live allocation, such as sppark's buckets, cannot go back: hence < 64 MiB.)
@@ -40,6 +40,13 @@ fn retained_msm_memory_counts_as_free_and_goes_to_an_allocation_that_needs_it() 
     assert!(left < 64 << 20, "the pool gave its idle memory back: {left} bytes left of {kept}");
     drop(taken);
     assert_eq!(run(), want, "an MSM after the pool was emptied");
+
+    // A partition's own buffers come from the same pool: freed, a kept pool holds them too.
+    let kept_before = device::retained_bytes(DEV).unwrap();
+    let witness = DeviceBuffer::<Fr>::alloc(DEV, 1 << 24).unwrap();
+    drop(witness);
+    let kept_after = device::retained_bytes(DEV).unwrap();
+    assert!(kept_after >= kept_before + (512 << 20), "a freed 512 MiB buffer: the pool keeps {kept_before} bytes before, {kept_after} after");
 
     // Off: the pool gives back what it holds, and keeps nothing after an MSM.
     device::retain_temporaries(DEV, false).unwrap();
