@@ -54,7 +54,7 @@ work=$(realpath -m "${WORK:-work}")
 out="${OUT:-$work/out}"
 mkdir -p "$work" "$out"
 export TP_CPUS="${TP_CPUS:-0-15}"
-# GPU_KEYS adds keys to [gpus] for an A/B run (e.g. GPU_KEYS='retain_temporaries = true').
+# GPU_KEYS adds keys to [gpus] for an A/B run (e.g. GPU_KEYS='retain_temporaries = false').
 gpu_keys="devices = [0]${GPU_KEYS:+$'\n'$GPU_KEYS}"
 # One budget for everything the daemon keeps: parameters (44 GiB host copy; 60 GB while a
 # generated setup runs), PCE matrices (7 GiB) and working sets: 100 GiB of a 128 GB host.

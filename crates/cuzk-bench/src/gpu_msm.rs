@@ -46,12 +46,12 @@ pub struct Args {
     /// Also time the quotient (3 iNTT + 2 coset NTT + 1 coset iNTT) at each size.
     #[arg(long)]
     ntt: bool,
-    /// Keep the memory each MSM frees for the next MSM (the daemon's
-    /// `gpus.retain_temporaries = true`): the first run of each size maps its temporaries and
-    /// the later ones reuse them. By default it goes back to the device at once, as the
-    /// daemon's default does.
+    /// Give the memory each MSM frees back to the device at once (the daemon's
+    /// `gpus.retain_temporaries = false`), so every run maps its temporaries afresh. By default
+    /// it is kept for the next MSM, as the daemon's default does: the first run of each size
+    /// maps its temporaries and the later ones reuse them.
     #[arg(long)]
-    retain_temporaries: bool,
+    release_temporaries: bool,
 }
 
 /// Distinct points, cheaply: per chunk a random start and repeated addition of a random step.
@@ -150,7 +150,7 @@ fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()>
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    cuzk_cuda::device::retain_temporaries(args.device, args.retain_temporaries)?;
+    cuzk_cuda::device::retain_temporaries(args.device, !args.release_temporaries)?;
     if let Some(w) = &args.witness {
         let [ones, zeros] = w[..] else { bail!("--witness takes two percentages, ONES,ZEROS (e.g. 60,35)") };
         if ones + zeros > 100 {

@@ -243,11 +243,12 @@ pub struct GpuConfig {
     /// that copy is freed once the points are on the devices — 44 GiB for porep-32g — and a
     /// partition whose device attempt fails is retried on the device instead of the CPU.
     pub keep_host_params: bool,
-    /// Keep the device memory an MSM frees for the next MSM instead of unmapping it (off by
-    /// default). A lone 2^27-point MSM is ~50 ms faster so; a 32 GiB PoRep stream on an H100
-    /// was not (BENCHMARKS.md 2026-12-07): each partition's own device buffers had to take the
-    /// memory back. The memory stays the daemon's (given back when its other allocations need
-    /// it), but `nvidia-smi` counts it as used and other processes cannot have it.
+    /// Keep the device memory that MSMs and a partition's own buffers free in the device's
+    /// pool for the next partition instead of unmapping it (on by default). A 32 GiB PoRep
+    /// partition holds an H100 1.62–1.63 s so, 1.75 s with it off (BENCHMARKS.md 2026-12-07,
+    /// shared pool). The memory stays the daemon's (given back when an allocation outside the
+    /// pool needs it), but `nvidia-smi` counts it as used and other processes cannot have it:
+    /// turn it off where another program shares the GPU.
     pub retain_temporaries: bool,
 }
 
@@ -261,7 +262,7 @@ impl Default for GpuConfig {
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
-            retain_temporaries: false,
+            retain_temporaries: true,
         }
     }
 }

@@ -5,13 +5,15 @@
 // (cuzk_retain_temporaries), the pool keeps what was freed for the next MSM. That memory is
 // still this process's room: it counts as free (device_free_memory), and an allocation that
 // finds the device full gives it back and tries again (trim_pool). Another process on the
-// same device does not see it as free: hence the setting, off by default. Off, the pool holds
-// nothing idle past a synchronization and every helper below is the plain call.
+// same device does not see it as free: hence the setting (gpus.retain_temporaries, on by
+// default). Off, the pool holds nothing idle past a synchronization and every helper below is
+// the plain call.
 //
-// Measured (BENCHMARKS.md 2026-12-07, H100): a lone 2^27 MSM 769 → 719 ms retained; a 32 GiB
-// PoRep stream not faster, since each partition's buffers (a, b, c: 12.9 GB, plain cudaMalloc)
-// had to take the memory back from the pool, and H's temporaries were mapped again
-// (inferred from the phases: H 16 ms shorter, the partition 23 ms longer).
+// Measured (BENCHMARKS.md 2026-12-07, H100): a lone 2^27 MSM 769 → 719 ms retained. In a 32 GiB
+// PoRep stream that paid only once a partition's own buffers (a, b, c: 12.9 GB; the witness)
+// came from the pool too (pool_malloc below): while they were plain cudaMallocs, each partition
+// took the pool's memory back and H mapped its temporaries again (1.69 s of device a
+// partition, against 1.66 s released); from the pool, 1.62-1.63 s kept against 1.70 s.
 //
 // Included by common.cuh, whose optional_buffer_t and leaves_margin use it.
 #pragma once

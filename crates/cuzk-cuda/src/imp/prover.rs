@@ -43,9 +43,9 @@ pub struct CudaOptions {
     /// Keep the host copy of parameters every device holds resident (see
     /// [`ProverBackend::adopt_srs`]); false frees it.
     pub keep_host_params: bool,
-    /// Keep the memory MSMs free for the next MSM on the device instead of giving it back at
-    /// once ([`device::retain_temporaries`]; off by default, see cuzk-core's `gpus`
-    /// configuration for why).
+    /// Keep the memory MSMs and a partition's buffers free in the device's pool for the next
+    /// partition instead of giving it back at once ([`device::retain_temporaries`]; on by
+    /// default, see cuzk-core's `gpus` configuration for the figures).
     pub retain_temporaries: bool,
     /// Tests and benchmarks: stage these queries of every SRS the devices take, whatever the
     /// room (`crate::placement` chooses otherwise). Not in the configuration.
@@ -61,7 +61,7 @@ impl Default for CudaOptions {
             b_g2: B2Placement::Gpu,
             device_matvec: true,
             keep_host_params: false,
-            retain_temporaries: false,
+            retain_temporaries: true,
             stage_queries: None,
         }
     }
