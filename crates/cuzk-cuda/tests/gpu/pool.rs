@@ -52,7 +52,10 @@ fn retained_msm_memory_counts_as_free_and_goes_to_an_allocation_that_needs_it() 
     let witness = DeviceBuffer::<Fr>::alloc(DEV, 1 << 24).unwrap();
     drop(witness);
     let kept_after = device::retained_bytes(DEV).unwrap();
-    assert!(kept_after >= kept_before + (512 << 20), "a freed 512 MiB buffer: the pool keeps {kept_before} bytes before, {kept_after} after");
+    assert!(
+        kept_after >= kept_before + (512 << 20),
+        "a freed 512 MiB buffer: the pool keeps {kept_before} bytes before, {kept_after} after"
+    );
 
     // Off: the pool gives back what it holds, and keeps nothing after an MSM.
     device::retain_temporaries(DEV, false).unwrap();
