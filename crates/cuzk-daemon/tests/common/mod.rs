@@ -98,16 +98,24 @@ async fn try_connect(socket: &Path) -> Result<Channel, tonic::transport::Error> 
 
 /// Wait until the daemon answers on its socket (or fail with its exit status).
 pub async fn wait_ready(daemon: &mut Daemon, socket: &Path) -> ProvingEngineClient<Channel> {
+    match try_wait_ready(daemon, socket).await {
+        Ok(client) => client,
+        Err(status) => panic!("cuzk-daemon exited during start-up: {status}"),
+    }
+}
+
+/// [`wait_ready`], but a daemon that exits during start-up is an `Err` with its status.
+async fn try_wait_ready(daemon: &mut Daemon, socket: &Path) -> Result<ProvingEngineClient<Channel>, ExitStatus> {
     let start = Instant::now();
     loop {
         if let Some(status) = daemon.exited() {
-            panic!("cuzk-daemon exited during start-up: {status}");
+            return Err(status);
         }
         // A socket file can be a dead daemon's (left by SIGKILL) until the new one replaces it.
         if let Ok(channel) = try_connect(socket).await {
             let mut client = ProvingEngineClient::new(channel);
             if client.get_status(GetStatusRequest {}).await.is_ok() {
-                return client;
+                return Ok(client);
             }
         }
         assert!(start.elapsed() < Duration::from_secs(60), "daemon did not come up on {}", socket.display());
@@ -128,17 +136,21 @@ fn try_http_get(port: u16, path: &str) -> std::io::Result<String> {
 }
 
 /// The daemon binds its HTTP port just after the gRPC socket, so a test that reads
-/// `/metrics` right after `start` could otherwise find nothing listening yet.
-async fn wait_http(port: u16) {
+/// `/metrics` right after `start` could otherwise find nothing listening yet. A daemon that
+/// exits meanwhile (its HTTP bind failed) is an `Err` with its status.
+async fn wait_http(daemon: &mut Daemon, port: u16) -> Result<(), ExitStatus> {
     let start = Instant::now();
     loop {
+        if let Some(status) = daemon.exited() {
+            return Err(status);
+        }
         let answered = tokio::task::spawn_blocking(move || {
             try_http_get(port, "/status").is_ok_and(|r| r.starts_with("HTTP/1.1 "))
         })
         .await
         .unwrap();
         if answered {
-            return;
+            return Ok(());
         }
         assert!(start.elapsed() < Duration::from_secs(60), "the HTTP endpoint did not answer on port {port}");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -191,13 +203,31 @@ pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Ru
     let dir = tempfile::tempdir().unwrap();
     // The daemon creates the socket's directory itself.
     let socket: PathBuf = dir.path().join("run").join("cuzk.sock");
-    let http_port = free_tcp_port();
-    let daemon_section =
-        format!("listen = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n{daemon_extra}", socket.display());
-    let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
-    let client = wait_ready(&mut daemon, &socket).await;
-    wait_http(http_port).await;
-    Running { dir, daemon, socket, http_port, client }
+    // A port probed free can be taken before the daemon binds it (CI saw "Address already in
+    // use" once, go_client): a daemon that exits during start-up gets a new port, twice; a
+    // daemon that cannot start for any other reason fails all three the same way.
+    for attempt in 1..=3 {
+        let http_port = free_tcp_port();
+        let daemon_section = format!(
+            "listen = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n{daemon_extra}",
+            socket.display()
+        );
+        let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
+        let ready = match try_wait_ready(&mut daemon, &socket).await {
+            Ok(client) => wait_http(&mut daemon, http_port).await.map(|()| client),
+            Err(status) => Err(status),
+        };
+        match ready {
+            Ok(client) => return Running { dir, daemon, socket, http_port, client },
+            Err(status) if attempt < 3 => {
+                eprintln!(
+                    "cuzk-daemon exited during start-up ({status}) with HTTP port {http_port}: again on another port"
+                )
+            }
+            Err(status) => panic!("cuzk-daemon exited during start-up, three times: {status}"),
+        }
+    }
+    unreachable!("the last attempt returns or panics")
 }
 
 impl Running {
