@@ -52,6 +52,12 @@ pub struct Args {
     /// maps its temporaries and the later ones reuse them.
     #[arg(long)]
     release_temporaries: bool,
+    /// With --device-scalars or --witness: run every path as the prover does inside its device
+    /// lock, with a pause callback (here one that returns at once), so the wide MSM sums its
+    /// buckets a group of windows a launch and sppark's Pippenger goes in chunks, each with a
+    /// boundary between them, as in a proof.
+    #[arg(long)]
+    pausing: bool,
 }
 
 /// Distinct points, cheaply: per chunk a random start and repeated addition of a random step.
@@ -118,7 +124,11 @@ fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()>
                 let (mut ms, mut dense, mut equal) = (vec![0f32; paths.len() + 1], n, true);
                 for _ in 0..args.reps {
                     for (i, &path) in std::iter::once(&MsmPath::Sppark).chain(paths).enumerate() {
-                        let (p, t, d) = m.run_path_on_device(dev(), path)?;
+                        let (p, t, d) = if args.pausing {
+                            m.run_pausing(dev(), path, &mut || {})?
+                        } else {
+                            m.run_path_on_device(dev(), path)?
+                        };
                         ms[i] += t / args.reps as f32;
                         if i > 0 {
                             dense = d;
