@@ -277,26 +277,37 @@ pub struct RunningTcp {
 /// it answers GetStatus with the token.
 pub async fn start_tcp(param_dir: &Path, token: &str, extra_toml: &str) -> RunningTcp {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_tcp_port();
-    let daemon_section = format!("listen = \"127.0.0.1:{port}\"\nauth_token = \"{token}\"");
-    let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
-    let start = Instant::now();
-    let client = loop {
-        if let Some(status) = daemon.exited() {
-            panic!("cuzk-daemon on TCP exited during start-up: {status}");
-        }
-        if listening(port) {
-            if let Ok(ch) = Endpoint::try_from(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
-                let mut c = ProvingEngineClient::new(ch);
-                if c.get_status(with_token(GetStatusRequest {}, token)).await.is_ok() {
-                    break c;
+    // As in `start`: a daemon that exits during start-up (its probed port taken before it
+    // bound it) gets a new port, twice.
+    for attempt in 1..=3 {
+        let port = free_tcp_port();
+        let daemon_section = format!("listen = \"127.0.0.1:{port}\"\nauth_token = \"{token}\"");
+        let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
+        let start = Instant::now();
+        let ready = loop {
+            if let Some(status) = daemon.exited() {
+                break Err(status);
+            }
+            if listening(port) {
+                if let Ok(ch) = Endpoint::try_from(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
+                    let mut c = ProvingEngineClient::new(ch);
+                    if c.get_status(with_token(GetStatusRequest {}, token)).await.is_ok() {
+                        break Ok(c);
+                    }
                 }
             }
+            assert!(start.elapsed() < Duration::from_secs(60), "cuzk-daemon did not answer on 127.0.0.1:{port}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        match ready {
+            Ok(client) => return RunningTcp { dir, daemon, port, token: token.into(), client },
+            Err(status) if attempt < 3 => {
+                eprintln!("cuzk-daemon on TCP exited during start-up ({status}) on port {port}: again on another port")
+            }
+            Err(status) => panic!("cuzk-daemon on TCP exited during start-up, three times: {status}"),
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "cuzk-daemon did not answer on 127.0.0.1:{port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    RunningTcp { dir, daemon, port, token: token.into(), client }
+    }
+    unreachable!("the last attempt returns or panics")
 }
 
 impl RunningTcp {
