@@ -203,28 +203,38 @@ pub async fn start(param_dir: &Path, daemon_extra: &str, extra_toml: &str) -> Ru
     let dir = tempfile::tempdir().unwrap();
     // The daemon creates the socket's directory itself.
     let socket: PathBuf = dir.path().join("run").join("cuzk.sock");
-    // A port probed free can be taken before the daemon binds it (CI saw "Address already in
-    // use" once, go_client): a daemon that exits during start-up gets a new port, twice; a
-    // daemon that cannot start for any other reason fails all three the same way.
-    for attempt in 1..=3 {
-        let http_port = free_tcp_port();
+    let (dir_path, socket_path) = (dir.path(), socket.as_path());
+    let ((daemon, client), http_port) = on_a_free_port("cuzk-daemon", move |http_port| async move {
         let daemon_section = format!(
             "listen = \"unix://{}\"\nhttp_listen = \"127.0.0.1:{http_port}\"\n{daemon_extra}",
-            socket.display()
+            socket_path.display()
         );
-        let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
-        let ready = match try_wait_ready(&mut daemon, &socket).await {
-            Ok(client) => wait_http(&mut daemon, http_port).await.map(|()| client),
-            Err(status) => Err(status),
-        };
-        match ready {
-            Ok(client) => return Running { dir, daemon, socket, http_port, client },
+        let mut daemon = spawn_with_config(dir_path, &daemon_section, param_dir, extra_toml);
+        let client = try_wait_ready(&mut daemon, socket_path).await?;
+        wait_http(&mut daemon, http_port).await?;
+        Ok((daemon, client))
+    })
+    .await;
+    Running { dir, daemon, socket, http_port, client }
+}
+
+/// `start` on a loopback port probed free (`free_tcp_port`), until it does not exit during
+/// start-up, at most three times. A port probed free can be taken before the daemon binds it
+/// (CI saw "Address already in use" once, go_client); a daemon that cannot start for any other
+/// reason fails all three the same way. Returns what `start` returned and the port.
+async fn on_a_free_port<T, F, Fut>(what: &str, mut start: F) -> (T, u16)
+where
+    F: FnMut(u16) -> Fut,
+    Fut: std::future::Future<Output = Result<T, ExitStatus>>,
+{
+    for attempt in 1..=3 {
+        let port = free_tcp_port();
+        match start(port).await {
+            Ok(started) => return (started, port),
             Err(status) if attempt < 3 => {
-                eprintln!(
-                    "cuzk-daemon exited during start-up ({status}) with HTTP port {http_port}: again on another port"
-                )
+                eprintln!("{what} exited during start-up ({status}) on port {port}: again on another port")
             }
-            Err(status) => panic!("cuzk-daemon exited during start-up, three times: {status}"),
+            Err(status) => panic!("{what} exited during start-up, three times: {status}"),
         }
     }
     unreachable!("the last attempt returns or panics")
@@ -277,37 +287,29 @@ pub struct RunningTcp {
 /// it answers GetStatus with the token.
 pub async fn start_tcp(param_dir: &Path, token: &str, extra_toml: &str) -> RunningTcp {
     let dir = tempfile::tempdir().unwrap();
-    // As in `start`: a daemon that exits during start-up (its probed port taken before it
-    // bound it) gets a new port, twice.
-    for attempt in 1..=3 {
-        let port = free_tcp_port();
+    let dir_path = dir.path();
+    let ((daemon, client), port) = on_a_free_port("cuzk-daemon on TCP", move |port| async move {
         let daemon_section = format!("listen = \"127.0.0.1:{port}\"\nauth_token = \"{token}\"");
-        let mut daemon = spawn_with_config(dir.path(), &daemon_section, param_dir, extra_toml);
+        let mut daemon = spawn_with_config(dir_path, &daemon_section, param_dir, extra_toml);
         let start = Instant::now();
-        let ready = loop {
+        loop {
             if let Some(status) = daemon.exited() {
-                break Err(status);
+                return Err(status);
             }
             if listening(port) {
                 if let Ok(ch) = Endpoint::try_from(format!("http://127.0.0.1:{port}")).unwrap().connect().await {
                     let mut c = ProvingEngineClient::new(ch);
                     if c.get_status(with_token(GetStatusRequest {}, token)).await.is_ok() {
-                        break Ok(c);
+                        return Ok((daemon, c));
                     }
                 }
             }
             assert!(start.elapsed() < Duration::from_secs(60), "cuzk-daemon did not answer on 127.0.0.1:{port}");
             tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        match ready {
-            Ok(client) => return RunningTcp { dir, daemon, port, token: token.into(), client },
-            Err(status) if attempt < 3 => {
-                eprintln!("cuzk-daemon on TCP exited during start-up ({status}) on port {port}: again on another port")
-            }
-            Err(status) => panic!("cuzk-daemon on TCP exited during start-up, three times: {status}"),
         }
-    }
-    unreachable!("the last attempt returns or panics")
+    })
+    .await;
+    RunningTcp { dir, daemon, port, token: token.into(), client }
 }
 
 impl RunningTcp {
