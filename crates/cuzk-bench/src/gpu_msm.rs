@@ -4,8 +4,9 @@
 //! `--witness ONES,ZEROS` times witness-like scalars (percent of ones and zeros) from device
 //! memory both ways: sppark's Pippenger and the split witness MSM, checked against each other.
 //! `--device-scalars` does the same for random scalars: sppark's Pippenger against the dense
-//! path (wide windows from 2^22 points, in G1 and G2); in G1 also the wide windows with their
-//! buckets summed in affine coordinates (an experiment the prover does not use).
+//! path (wide windows from 2^22 points, in G1 and G2), and the wide windows with each bucket
+//! kernel forced: sppark's XYZZ accumulate and our affine rounds (the prover's from 2^24
+//! points in G1, 2^25 in G2).
 
 use std::time::Instant;
 
@@ -53,9 +54,9 @@ pub struct Args {
     #[arg(long)]
     release_temporaries: bool,
     /// With --device-scalars or --witness: run every path as the prover does inside its device
-    /// lock, with a pause callback (here one that returns at once), so the wide MSM sums its
-    /// buckets a group of windows a launch and sppark's Pippenger goes in chunks, each with a
-    /// boundary between them, as in a proof.
+    /// lock, with a pause callback (here one that returns at once), so the wide MSM takes its
+    /// windows a group at a time and sppark's Pippenger goes in chunks, with a boundary
+    /// between them, as in a proof.
     #[arg(long)]
     pausing: bool,
 }

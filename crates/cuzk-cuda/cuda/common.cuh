@@ -94,6 +94,20 @@ struct optional_buffer_t {
 inline size_t margin_slack = size_t(1) << 30;
 inline size_t margin_divisor = 32;
 
+// Bytes of optional temporaries `gpu` has room for beside the margin: its free memory less the
+// margin, or 0 when it has no more or its free memory cannot be read. One query serves a
+// caller that weighs several layouts (msm_wide.cuh).
+static inline size_t device_room(const gpu_t& gpu)
+{
+    size_t free_mem = 0, total_mem = 0;
+    if (device_free_memory(gpu, &free_mem, &total_mem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const size_t margin = margin_slack + total_mem / margin_divisor;
+    return free_mem > margin ? free_mem - margin : 0;
+}
+
 // Whether `bytes` of optional temporaries leave the margin free on `gpu` that the placement
 // keeps (src/placement.rs, `margin`). The wide and split MSM paths
 // ask before they allocate: they used to take whatever was free, and beside another
@@ -103,13 +117,8 @@ inline size_t margin_divisor = 32;
 // device_free_memory): the MSM's own buffers are served from it first.
 static inline bool leaves_margin(const gpu_t& gpu, size_t bytes)
 {
-    size_t free_mem = 0, total_mem = 0;
-    if (device_free_memory(gpu, &free_mem, &total_mem) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    const size_t margin = margin_slack + total_mem / margin_divisor;
-    return bytes + margin <= free_mem;
+    const size_t room = device_room(gpu);
+    return room > 0 && bytes <= room;
 }
 
 // A point inside one long device step (between the wide MSM's sort and bucket groups, or a

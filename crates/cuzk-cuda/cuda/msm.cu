@@ -62,6 +62,7 @@ struct msm_ctx {
     size_t stage_chunk_points = 0;   // staged: points per chunk of a run (0: STAGE_CHUNK_BYTES' worth)
     void* host_owned = nullptr;  // staged: the points, in host memory this context owns
     bool host_pinned = false;    // staged: host_owned is page-locked (cudaHostAlloc)
+    uint32_t wide_group = 0;     // msm_wide.cuh: windows a group at most (0: as the room allows)
 };
 
 typedef msm_ctx<bucket_t, point_t, affine_t> msm_g1_ctx;
@@ -263,7 +264,8 @@ static bool staged_run(const gpu_t& gpu, ctx_t* ctx, const scalar_t* scalars, si
         if (how == MSM_WITNESS)
             done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, pts, scalars + off, len, part, part_dense);
         if (!done)
-            done = wide_msm<bucket, point, affine>(gpu, pts, scalars + off, len, part, pause, wide_buckets(how));
+            done = wide_msm<bucket, point, affine>(gpu, pts, scalars + off, len, part, pause, wide_buckets(how),
+                                                  ctx->wide_group);
         if (!done)
             ctx_pippenger<ctx_t, point, affine>(ctx, scalars, off, len, true, pts, &part);
         out.add(part);
@@ -310,7 +312,8 @@ static RustError ctx_run(ctx_t* ctx, const scalar_t* scalars, size_t n, bool on_
                 done = split_msm<bucket, point, affine>(gpu, (int)ctx->index, ctx->d_points, scalars, n, *out, *dense);
             // A witness too dense to split is a dense MSM like any other.
             if (on_chip && !done && how != MSM_SPPARK)
-                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause, wide_buckets(how));
+                done = wide_msm<bucket, point, affine>(gpu, ctx->d_points, scalars, n, *out, pause, wide_buckets(how),
+                                                  ctx->wide_group);
             // A long one pauses between chunks of points (msm_chunked.cuh).
             if (!done)
                 done = chunked_msm<point, affine>(gpu, ctx->host_points, n, ctx->chunk_points, pause, *out,
@@ -338,6 +341,8 @@ CUZK_FFI void cuzk_msm_g1_set_chunk(msm_g1_ctx* ctx, size_t points)
 {   ctx->chunk_points = points;   }
 CUZK_FFI void cuzk_msm_g1_set_stage_chunk(msm_g1_ctx* ctx, size_t points)
 {   ctx->stage_chunk_points = points;   }
+CUZK_FFI void cuzk_msm_g1_set_wide_group(msm_g1_ctx* ctx, uint32_t windows)
+{   ctx->wide_group = windows;   }
 CUZK_FFI void cuzk_msm_g1_destroy(msm_g1_ctx* ctx)
 {   ctx_destroy(ctx);   }
 
@@ -354,5 +359,7 @@ CUZK_FFI void cuzk_msm_g2_set_chunk(msm_g2_ctx* ctx, size_t points)
 {   ctx->chunk_points = points;   }
 CUZK_FFI void cuzk_msm_g2_set_stage_chunk(msm_g2_ctx* ctx, size_t points)
 {   ctx->stage_chunk_points = points;   }
+CUZK_FFI void cuzk_msm_g2_set_wide_group(msm_g2_ctx* ctx, uint32_t windows)
+{   ctx->wide_group = windows;   }
 CUZK_FFI void cuzk_msm_g2_destroy(msm_g2_ctx* ctx)
 {   ctx_destroy(ctx);   }

@@ -395,6 +395,12 @@ struct rnd_buffers_t {
         CUDA_OK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, (const uint32_t*)nullptr, (uint32_t*)nullptr, B + 1));
         return bytes;
     }
+    // The first array's bytes: idle between one window's rounds and the next's, so the wide
+    // path's sort rows may use it (msm_wide.cuh).
+    static size_t first_bytes(size_t n, uint32_t B)
+    {
+        return capacity(n, B, 0) * 2 * sizeof(coord_t);
+    }
     // Every byte the rounds ask for: the caller checks the margin with it first.
     static size_t bytes(size_t n, uint32_t B)
     {

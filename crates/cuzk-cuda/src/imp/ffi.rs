@@ -102,6 +102,7 @@ extern "C" {
     pub fn cuzk_msm_g1_fill(ctx: *mut MsmG1Ctx, offset: usize, points: *const blst_p1_affine, n: usize) -> Error;
     pub fn cuzk_msm_g1_set_chunk(ctx: *mut MsmG1Ctx, points: usize);
     pub fn cuzk_msm_g1_set_stage_chunk(ctx: *mut MsmG1Ctx, points: usize);
+    pub fn cuzk_msm_g1_set_wide_group(ctx: *mut MsmG1Ctx, windows: u32);
     pub fn cuzk_msm_g1_destroy(ctx: *mut MsmG1Ctx);
     pub fn cuzk_msm_g2_create(
         index: usize,
@@ -126,6 +127,7 @@ extern "C" {
     pub fn cuzk_msm_g2_fill(ctx: *mut MsmG2Ctx, offset: usize, points: *const blst_p2_affine, n: usize) -> Error;
     pub fn cuzk_msm_g2_set_chunk(ctx: *mut MsmG2Ctx, points: usize);
     pub fn cuzk_msm_g2_set_stage_chunk(ctx: *mut MsmG2Ctx, points: usize);
+    pub fn cuzk_msm_g2_set_wide_group(ctx: *mut MsmG2Ctx, windows: u32);
     pub fn cuzk_msm_g2_destroy(ctx: *mut MsmG2Ctx);
     pub fn cuzk_msm_g1_first_outside_subgroup(
         ctx: *const MsmG1Ctx,

@@ -123,7 +123,7 @@ pub(crate) fn agree_margin() {
 }
 
 macro_rules! msm_context {
-    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $create_staged:ident, $fill:ident, $run:ident, $chunk:ident, $stage_chunk:ident, $destroy:ident, $cpu:ident) => {
+    ($name:ident, $ctx:ty, $affine:ty, $raw_affine:ty, $proj:ty, $raw_proj:ty, $create:ident, $create_staged:ident, $fill:ident, $run:ident, $chunk:ident, $stage_chunk:ident, $wide_group:ident, $destroy:ident, $cpu:ident) => {
         pub struct $name {
             ctx: *mut $ctx,
             host: *const $affine,
@@ -289,6 +289,13 @@ macro_rules! msm_context {
                 unsafe { ffi::$stage_chunk(self.ctx, points) }
             }
 
+            /// At most this many windows a group in the wide path (`cuda/msm_wide.cuh`: a
+            /// group's digits, sort, buckets and reduction before the next group's); 0, the
+            /// default, leaves it to the device's room. Tests set it to take every group size.
+            pub fn set_wide_group(&mut self, windows: u32) {
+                unsafe { ffi::$wide_group(self.ctx, windows) }
+            }
+
             /// Never read the host points again (resident contexts only): small MSMs run on
             /// the device too, and the host copy may be freed.
             pub fn forget_host(&mut self) {
@@ -363,6 +370,7 @@ msm_context!(
     cuzk_msm_g1_run,
     cuzk_msm_g1_set_chunk,
     cuzk_msm_g1_set_stage_chunk,
+    cuzk_msm_g1_set_wide_group,
     cuzk_msm_g1_destroy,
     msm_g1
 );
@@ -379,6 +387,7 @@ msm_context!(
     cuzk_msm_g2_run,
     cuzk_msm_g2_set_chunk,
     cuzk_msm_g2_set_stage_chunk,
+    cuzk_msm_g2_set_wide_group,
     cuzk_msm_g2_destroy,
     msm_g2
 );

@@ -223,9 +223,10 @@ fn dense_g2_msms_equal_sppark_on_either_side_of_the_affine_switch() {
 #[test]
 fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let mut r = rng(13);
-    // 2^24 + 5 points: 13 windows of 20 bits, bucket launches starting at windows 0, 4 and 8
-    // (none at the top window); the prefix of 2^24 − 1 takes 15 windows of 17 bits (starts
-    // 0, 4, 8, 12). Below 2^22 the wide path declines and nothing pauses.
+    // 2^24 + 5 points: 13 windows of 20 bits, window groups starting at windows 0, 4 and 8
+    // (none at the top window), a pause between two groups; the prefix of 2^24 − 1 takes 15
+    // windows of 17 bits (groups at 0, 4, 8, 12). Below 2^22 the wide path declines and
+    // nothing pauses.
     let n = (1usize << 24) + 5;
     let pts = many_g1_points(&mut r, n);
     let sc = edge_scalars(&mut r, n);
@@ -234,7 +235,7 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     // What the lender runs in each pause: another wide MSM on the same device and streams.
     let lent_len = (1usize << 22) + 3;
     let lent_want = msm_g1(&pts[..lent_len], &sc[n - lent_len..]);
-    for (len, pauses_expected) in [(n, 3), (n - 6, 4), ((1 << 22) - 1, 0)] {
+    for (len, pauses_expected) in [(n, 2), (n - 6, 3), ((1 << 22) - 1, 0)] {
         let want = msm_g1(&pts[..len], &sc[..len]);
         let mut pauses = 0;
         let mut pause = || {
@@ -253,7 +254,7 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
         assert_eq!(pauses, pauses_expected, "pauses in a dense MSM of {len}");
     }
     // Every scalar 2^80 (= 2^(20·4)): all of them in the first bucket of window 4, which starts
-    // a bucket launch and is summed by batch addition.
+    // a window group and is summed by batch addition.
     let big = vec![Fr::from(2u64).pow_vartime([80]); n];
     let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
     let (got, _, _) =
@@ -262,14 +263,14 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
 }
 
 /// The wide path in G2 (a WindowPoSt's B_G2): two threads a bucket in our kernels, 20-bit
-/// windows, two windows a bucket launch when paused.
+/// windows, two windows a group when paused.
 #[test]
 fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     let mut r = rng(15);
     let started = std::time::Instant::now();
     // 2^24 + 5 points: 13 windows of 20 bits, the top one (15 bits) folded from groups of 32
-    // buckets. Paused, bucket launches start at windows 0, 2, 4, 6, 8 and 10, with a pause
-    // after the sort and between launches: 6. Below 2^22 the wide path declines (sppark's
+    // buckets. Paused, window groups start at windows 0, 2, 4, 6, 8 and 10, with a pause
+    // between two groups: 5. Below 2^22 the wide path declines (sppark's
     // Pippenger, chunked when paused; the default G2 chunk is larger, so nothing pauses).
     let n = (1usize << 24) + 5;
     let pts = many_points::<G2Projective>(&mut r, n);
@@ -288,7 +289,7 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     let lent_len = (1usize << 22) + 3;
     let lent_want = msm_g2(&pts[..lent_len], &sc[n - lent_len..]);
     eprintln!("G2 points and scalars ready: {:.1} s", started.elapsed().as_secs_f64());
-    for (offset, len, pauses_expected) in [(0, n, 6), (5, n - 5, 6), (0, (1 << 22) - 1, 0)] {
+    for (offset, len, pauses_expected) in [(0, n, 5), (5, n - 5, 5), (0, (1 << 22) - 1, 0)] {
         let want = msm_g2(&pts[..len], &sc[offset..offset + len]);
         let dense = || Scalars::Device { buffer: &buf, offset, len };
         let (got, _, _) = m.run_path_on_device(dense(), MsmPath::Dense).unwrap();
@@ -308,7 +309,7 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
         eprintln!("G2 offset={offset} len={len}: {:.1} s", started.elapsed().as_secs_f64());
     }
     // Every scalar 2^40 (= 2^(20·2)): all points in the first bucket of window 2, which starts
-    // a bucket launch when paused and is summed by batch addition. (Not unpaused: there one
+    // a window group when paused and is summed by batch addition. (Not unpaused: there one
     // accumulate thread pair would sum all 2^24 points alone, as sppark's would; on the H200
     // that had not finished after 95 s.)
     let big = vec![Fr::from(2u64).pow_vartime([40]); n];
@@ -341,6 +342,51 @@ fn affine_bucket_sums_in_g2_equal_the_cpu_msm() {
     let (got, _, _) = m.run_pausing(all(), MsmPath::DenseAffine, &mut || pauses += 1).unwrap();
     assert_eq!(got, want, "G2 affine rounds, paused");
     assert!(pauses > 0, "a paused wide G2 MSM pauses");
+    // Window groups of one window (the last group two: none starts at the top window) and of
+    // five (three groups of the 15 windows of 17 bits).
+    let mut m = m;
+    for group in [1, 5] {
+        m.set_wide_group(group);
+        for path in [MsmPath::DenseAffine, MsmPath::DenseXyzz] {
+            let (got, _, _) = m.run_path_on_device(all(), path).unwrap();
+            assert_eq!(got, want, "G2 {path:?} in groups of {group} windows");
+        }
+    }
+}
+
+/// The wide path's window groups (cuda/msm_wide.cuh: a group's digits, sort, buckets and
+/// reduction before the next group's) at every group size a 15-window MSM can take, with
+/// both bucket kernels, edge scalars and an offset, against the CPU MSM. 2^22 + 5 points take
+/// 15 windows of 17 bits; groups of 7 leave a last group of 8 (none starts at the top window),
+/// groups of 14 one of 15; 0 leaves the size to the device's room.
+#[test]
+fn wide_msms_in_window_groups_of_every_size_equal_the_cpu_msm() {
+    let mut r = rng(17);
+    let n = (1usize << 22) + 5;
+    let pts = many_g1_points(&mut r, n + 3);
+    let mut sc = edge_scalars(&mut r, n + 3);
+    let half = Fr::from(2u64).invert().unwrap();
+    for (i, v) in [-half, half, -half - Fr::ONE, -Fr::ONE, -Fr::from(2u64)].into_iter().enumerate() {
+        sc[10 * i + 3] = v;
+    }
+    let (buf, _) = DeviceBuffer::upload(DEV, &sc).unwrap();
+    let mut m = unsafe { MsmG1::new(DEV, &pts, true) }.unwrap();
+    for (offset, len) in [(0, n + 3), (3, n)] {
+        let want = msm_g1(&pts[..len], &sc[offset..offset + len]);
+        for group in [1, 2, 3, 4, 5, 7, 13, 14, 15, 0] {
+            m.set_wide_group(group);
+            for path in [MsmPath::DenseXyzz, MsmPath::DenseAffine] {
+                let (got, _, _) = m.run_path_on_device(Scalars::Device { buffer: &buf, offset, len }, path).unwrap();
+                assert_eq!(got, want, "{path:?} in groups of {group} windows, offset={offset} len={len}");
+            }
+        }
+        // Paused, groups of 3 (below the pause's 4): a pause between two of the five groups.
+        m.set_wide_group(3);
+        let mut pauses = 0;
+        let (got, _, _) =
+            m.run_pausing(Scalars::Device { buffer: &buf, offset, len }, MsmPath::Dense, &mut || pauses += 1).unwrap();
+        assert_eq!((got, pauses), (want, 4), "paused in groups of 3, offset={offset} len={len}");
+    }
 }
 
 /// sppark's Pippenger cut into chunks with a pause between them (cuda/msm_chunked.cuh): B in
