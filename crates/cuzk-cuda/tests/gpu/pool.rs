@@ -48,13 +48,18 @@ fn retained_msm_memory_counts_as_free_and_goes_to_an_allocation_that_needs_it() 
     assert_eq!(run(), want, "an MSM after the pool was emptied");
 
     // A partition's own buffers come from the same pool: freed, a kept pool holds them too.
-    let kept_before = device::retained_bytes(DEV).unwrap();
+    // The pool may serve the buffer from what it already keeps: then its idle bytes fall while
+    // the buffer lives and come back when it is freed. (An earlier form compared the kept bytes
+    // before the allocation with those after the free, and failed on an H100 on 2026-12-07;
+    // inferred cause, the message was not kept: the buffer came from the kept bytes.) Either
+    // way the freed buffer's bytes are idle in the pool afterwards.
     let witness = DeviceBuffer::<Fr>::alloc(DEV, 1 << 24).unwrap();
+    let kept_while_alive = device::retained_bytes(DEV).unwrap();
     drop(witness);
     let kept_after = device::retained_bytes(DEV).unwrap();
     assert!(
-        kept_after >= kept_before + (512 << 20),
-        "a freed 512 MiB buffer: the pool keeps {kept_before} bytes before, {kept_after} after"
+        kept_after >= kept_while_alive + (512 << 20),
+        "a freed 512 MiB buffer: the pool keeps {kept_while_alive} bytes while it lives, {kept_after} after"
     );
 
     // Off: the pool gives back what it holds, and keeps nothing after an MSM.
