@@ -53,10 +53,11 @@ pub struct Args {
     /// maps its temporaries and the later ones reuse them.
     #[arg(long)]
     release_temporaries: bool,
-    /// With --device-scalars or --witness: run every path as the prover does inside its device
-    /// lock, with a pause callback (here one that returns at once), so the wide MSM takes its
-    /// windows a group at a time and sppark's Pippenger goes in chunks, with a boundary
-    /// between them, as in a proof.
+    /// With --device-scalars or --witness: also time every path as the prover runs it inside
+    /// its device lock, with a pause callback (here one that returns at once), so the wide MSM
+    /// takes its windows a group at a time and sppark's Pippenger goes in chunks, with a
+    /// boundary between them, as in a proof. Each path then has a plain and a paused column,
+    /// from the same process, points and scalars.
     #[arg(long)]
     pausing: bool,
 }
@@ -84,17 +85,24 @@ where
     out
 }
 
-/// Scalars with `ones`% ones, `zeros`% zeros, the rest random.
+/// Scalars with `ones`% ones, `zeros`% zeros, the rest random; made in parallel, each chunk
+/// from its own seed (at 2^27 one thread took a large share of a run's set-up, on the lent GPU
+/// machine's clock).
 fn witness_scalars(n: usize, ones: u32, zeros: u32, seed: u64) -> Vec<Fr> {
     use rand::Rng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    (0..n)
-        .map(|_| match rng.gen_range(0..100u32) {
-            x if x < ones => Fr::ONE,
-            x if x < ones + zeros => Fr::ZERO,
-            _ => Fr::random(&mut rng),
-        })
-        .collect()
+    let chunk = 1 << 16;
+    let mut out = vec![Fr::ZERO; n];
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, o)| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ ((i as u64) << 32));
+        for x in o {
+            *x = match rng.gen_range(0..100u32) {
+                v if v < ones => Fr::ONE,
+                v if v < ones + zeros => Fr::ZERO,
+                _ => Fr::random(&mut rng),
+            };
+        }
+    });
+    out
 }
 
 /// sppark's Pippenger against other paths on the same scalars in device memory: witness-like
@@ -105,9 +113,18 @@ fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()>
         Some(_) => &[MsmPath::Witness],
         None => &[MsmPath::Dense, MsmPath::DenseXyzz, MsmPath::DenseAffine],
     };
-    let mut head: Vec<String> =
-        ["group", "points", "ones %", "zeros %", "dense", "sppark ms (mean)"].map(String::from).into();
-    head.extend(paths.iter().map(|p| format!("{p:?} ms (mean)")));
+    // Each timed run: a path, and whether it pauses. sppark's plain run comes first: the
+    // reference every other result must equal.
+    let mut runs: Vec<(MsmPath, bool)> =
+        std::iter::once(MsmPath::Sppark).chain(paths.iter().copied()).map(|p| (p, false)).collect();
+    if args.pausing {
+        runs.extend(std::iter::once(MsmPath::Sppark).chain(paths.iter().copied()).map(|p| (p, true)));
+    }
+    let mut head: Vec<String> = ["group", "points", "ones %", "zeros %", "dense"].map(String::from).into();
+    head.extend(runs.iter().map(|&(p, paused)| {
+        let name = if p == MsmPath::Sppark { "sppark".to_string() } else { format!("{p:?}") };
+        format!("{name}{} ms (mean)", if paused { " paused" } else { "" })
+    }));
     head.push("equal".into());
     let mut t = table(&head.iter().map(String::as_str).collect::<Vec<_>>());
     let (ones, zeros) = witness.unwrap_or((0, 0));
@@ -122,16 +139,16 @@ fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()>
                 let pts = points::<$proj>(n, 1);
                 let m = unsafe { <$ctx>::new(args.device, &pts, true)? };
                 let mut reference: Option<$proj> = None;
-                let (mut ms, mut dense, mut equal) = (vec![0f32; paths.len() + 1], n, true);
+                let (mut ms, mut dense, mut equal) = (vec![0f32; runs.len()], n, true);
                 for _ in 0..args.reps {
-                    for (i, &path) in std::iter::once(&MsmPath::Sppark).chain(paths).enumerate() {
-                        let (p, t, d) = if args.pausing {
+                    for (i, &(path, paused)) in runs.iter().enumerate() {
+                        let (p, t, d) = if paused {
                             m.run_pausing(dev(), path, &mut || {})?
                         } else {
                             m.run_path_on_device(dev(), path)?
                         };
                         ms[i] += t / args.reps as f32;
-                        if i > 0 {
+                        if path != MsmPath::Sppark {
                             dense = d;
                         }
                         equal &= *reference.get_or_insert(p) == p;
