@@ -220,6 +220,14 @@ fn dense_g2_msms_equal_sppark_on_either_side_of_the_affine_switch() {
     dense_equals_sppark_around!(MsmG2, G2Projective, 25, 15);
 }
 
+/// The wide path's G1 window widens from 20 to 22 bits at 2^26 points (wide_shape: 13 windows
+/// below, 12 windows with a 13-bit top window folded from groups of 512 buckets from there), the
+/// shape MSM H of a 32 GiB PoRep takes; the 2^24 test above crosses the 17- to 20-bit step.
+#[test]
+fn dense_msms_equal_sppark_on_either_side_of_the_22_bit_window() {
+    dense_equals_sppark_around!(MsmG1, G1Projective, 26, 18);
+}
+
 #[test]
 fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let mut r = rng(13);
