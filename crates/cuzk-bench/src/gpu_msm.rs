@@ -115,11 +115,11 @@ fn compare_paths(args: &Args, witness: Option<(u32, u32)>) -> anyhow::Result<()>
     };
     // Each timed run: a path, and whether it pauses. sppark's plain run comes first: the
     // reference every other result must equal.
-    let mut runs: Vec<(MsmPath, bool)> =
-        std::iter::once(MsmPath::Sppark).chain(paths.iter().copied()).map(|p| (p, false)).collect();
-    if args.pausing {
-        runs.extend(std::iter::once(MsmPath::Sppark).chain(paths.iter().copied()).map(|p| (p, true)));
-    }
+    let modes: &[bool] = if args.pausing { &[false, true] } else { &[false] };
+    let runs: Vec<(MsmPath, bool)> = modes
+        .iter()
+        .flat_map(|&paused| std::iter::once(MsmPath::Sppark).chain(paths.iter().copied()).map(move |p| (p, paused)))
+        .collect();
     let mut head: Vec<String> = ["group", "points", "ones %", "zeros %", "dense"].map(String::from).into();
     head.extend(runs.iter().map(|&(p, paused)| {
         let name = if p == MsmPath::Sppark { "sppark".to_string() } else { format!("{p:?}") };

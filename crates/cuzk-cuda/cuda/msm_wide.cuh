@@ -282,6 +282,12 @@ static std::vector<uint32_t> wide_group_starts(uint32_t nwins, uint32_t group)
     return starts;
 }
 
+// The window after group i of `starts` (the next group's first, or nwins after the last).
+static uint32_t wide_group_end(const std::vector<uint32_t>& starts, size_t i, uint32_t nwins)
+{
+    return i + 1 < starts.size() ? starts[i + 1] : nwins;
+}
+
 // How a wide MSM uses the device's room (see "Window groups" in the file comment).
 struct wide_plan_t {
     std::vector<uint32_t> starts;   // each group's first window
@@ -289,6 +295,25 @@ struct wide_plan_t {
     uint32_t sort_wins = 0;         // windows a sort launch, at most
     bool rounds = false;            // the affine rounds' arrays have room too
 };
+
+// The first layout that `fits(span, groups, sort_wins, rounds)`: with the rounds before
+// without them (where `affine` asks for them), then the most windows a sort launch (≤
+// sort_fit), then the widest groups (≤ most). span 0 when none fits.
+template<class fits_t>
+static wide_plan_t wide_choose_plan(uint32_t nwins, uint32_t most, uint32_t sort_fit, bool affine, fits_t fits)
+{
+    for (int with_rounds = affine ? 1 : 0; with_rounds >= 0; with_rounds--)
+        for (uint32_t sw = std::min(sort_fit, most); sw >= 1; sw--)
+            for (uint32_t group = most; group >= sw; group--) {
+                std::vector<uint32_t> starts = wide_group_starts(nwins, group);
+                uint32_t span = 0;
+                for (size_t i = 0; i < starts.size(); i++)
+                    span = std::max(span, wide_group_end(starts, i, nwins) - starts[i]);
+                if (fits(span, starts.size(), sw, with_rounds == 1))
+                    return wide_plan_t{std::move(starts), span, sw, with_rounds == 1};
+            }
+    return wide_plan_t{};
+}
 
 // Reduction levels (wide_reduce) over the `wins` bucket rows of `row` buckets at `buckets`,
 // through `pairs` (two generations of `pair_cap` (W, A) pairs); returns where the windows'
@@ -377,25 +402,16 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     if (max_group > 0)
         most = std::min(most, max_group);
     most = std::min(most, nwins);
-    const auto bytes_for = [&](uint32_t span, size_t ngroups, uint32_t sort_wins, bool with_rounds) {
+    const auto sort_in_rounds_array = [&](uint32_t sort_wins) { return sort_wins * sort_row_bytes <= rounds_first_bytes; };
+    const auto fits = [&](uint32_t span, size_t ngroups, uint32_t sort_wins, bool with_rounds) {
         const size_t per_window = stride * sizeof(uint32_t) + row * sizeof(uint32_t)
                                   + ((size_t)row + 4 * (row / WIDE_FIRST_CHUNK)) * sizeof(bucket_h);
-        const size_t sort_bytes = sort_wins * sort_row_bytes;
-        const bool sort_in_rounds = with_rounds && sort_bytes <= rounds_first_bytes;
-        return span * per_window + (with_rounds ? rounds_bytes : 0) + (sort_in_rounds ? 0 : sort_bytes)
-               + (ngroups * nsums + nwins + (shape.shift > 0 ? top_groups : 0)) * sizeof(bucket_h);
+        const bool sort_rows_own = !(with_rounds && sort_in_rounds_array(sort_wins));
+        return span * per_window + (with_rounds ? rounds_bytes : 0) + (sort_rows_own ? sort_wins * sort_row_bytes : 0)
+                   + (ngroups * nsums + nwins + (shape.shift > 0 ? top_groups : 0)) * sizeof(bucket_h)
+               <= room;
     };
-    wide_plan_t plan;
-    for (int with_rounds = affine ? 1 : 0; with_rounds >= 0 && plan.span == 0; with_rounds--)
-        for (uint32_t sw = std::min(wide_sort_fit(gpu, grid, sort_shared), most); sw >= 1 && plan.span == 0; sw--)
-            for (uint32_t group = most; group >= sw && plan.span == 0; group--) {
-                std::vector<uint32_t> starts = wide_group_starts(nwins, group);
-                uint32_t span = 0;
-                for (size_t i = 0; i < starts.size(); i++)
-                    span = std::max(span, (i + 1 < starts.size() ? starts[i + 1] : nwins) - starts[i]);
-                if (bytes_for(span, starts.size(), sw, with_rounds == 1) <= room)
-                    plan = wide_plan_t{std::move(starts), span, sw, with_rounds == 1};
-            }
+    const wide_plan_t plan = wide_choose_plan(nwins, most, wide_sort_fit(gpu, grid, sort_shared), affine, fits);
     if (plan.span == 0)
         return false;
     const uint32_t span = plan.span;
@@ -419,7 +435,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         if (!rounds->ok())
             rounds.reset();
     }
-    const bool sort_in_rounds = rounds && plan.sort_wins * sort_row_bytes <= rounds_first_bytes;
+    const bool sort_in_rounds = rounds && sort_in_rounds_array(plan.sort_wins);
     optional_buffer_t<uint2> own_temps{sort_in_rounds ? 0 : plan.sort_wins * stride, s};
     uint2* temps = sort_in_rounds ? reinterpret_cast<uint2*>(rounds->xs(0)) : own_temps.ptr;
     if (temps == nullptr)
@@ -449,7 +465,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
 
     for (size_t i = 0; i < ngroups; i++) {
         const uint32_t g = plan.starts[i];
-        const uint32_t wins = (i + 1 < ngroups ? plan.starts[i + 1] : nwins) - g;
+        const uint32_t wins = wide_group_end(plan.starts, i, nwins) - g;
         const bool has_top = g + wins == nwins;
         mark(0);
         wide_digits<scalar_t><<<digits_grid, 1024, digits_shared, s>>>(d_digits, d_scalars, (size_t)len, g, wins, wbits);
