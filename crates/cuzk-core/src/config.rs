@@ -161,8 +161,8 @@ pub struct PipelineConfig {
     /// The deadline lane: one more synthesis and one more prover worker that take only HIGH
     /// work (WindowPoSt), so it never waits for a worker busy with PoRep; and one more of each
     /// that take all CRITICAL work (WinningPoSt), so it never waits for one busy with a
-    /// WindowPoSt partition, and runs its parallel work on those two workers' private rayon
-    /// pools, never queued behind the global pool's. Off: the general workers take everything.
+    /// WindowPoSt partition. Each of the four runs its parallel work on a private rayon pool,
+    /// never queued behind the global pool's. Off: the general workers take everything.
     pub deadline_lane: bool,
     /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
     /// prove, verify) this long without moving on is failed, so it cannot stay Running

@@ -4,8 +4,8 @@
 //! load that hangs, or a backlog of 100 PoRep jobs, hold the lane up. Without the lane the
 //! same WinningPoSt waits for the PoRep, and both are proved and verified once the PoRep may
 //! go on. A WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical
-//! lane), and runs its parallel work on the critical lane's private rayon pools while every
-//! thread of the global pool is busy.
+//! lane). WinningPoSt and WindowPoSt run their parallel work on their lanes' private rayon
+//! pools while every thread of the global pool is busy.
 
 mod common;
 
@@ -203,15 +203,14 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
     assert_eq!(s.job(&porep[0]).unwrap().phase(), Phase::Cancelled);
 }
 
-/// The critical lane's private rayon pools: a WinningPoSt is synthesized, proved and
-/// verified while every thread of the global rayon pool is busy, as it is while PoRep or
-/// WindowPoSt partitions are synthesized on the general workers. Were its parallel work on
-/// the global pool, it would wait for all of that.
-#[test]
-fn a_winning_post_is_proved_while_every_global_rayon_thread_is_busy() {
+/// The deadline and critical lanes' private rayon pools: a WinningPoSt (critical lane) or a
+/// WindowPoSt partition (deadline lane) is synthesized, proved and verified while every thread
+/// of the global rayon pool is busy, as it is while PoRep partitions are synthesized on the
+/// general workers. Were its parallel work on the global pool, it would wait for all of that.
+fn proved_while_every_global_rayon_thread_is_busy(kind: ProofKind) {
     let s = scheduler(true, Arc::new(GatedProver::default()));
-    let winning = fixture_request(ProofKind::WinningPost);
-    // (released, released because the WinningPoSt took too long)
+    let req = fixture_request(kind);
+    // (released, released because the proof took too long)
     let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));
     let started = Arc::new(AtomicUsize::new(0));
     let threads = rayon::current_num_threads();
@@ -243,14 +242,23 @@ fn a_winning_post_is_proved_while_every_global_rayon_thread_is_busy() {
         drop(state);
         release(&watchdog_gate, true);
     });
-    let job = s.submit("winning", None, winning).unwrap().job_id;
+    let job = s.submit("lane", None, req).unwrap().job_id;
     let r = wait(&s, &job, Duration::from_secs(300));
     let late = gate.0.lock().1;
     release(&gate, false);
     watchdog.join().unwrap();
-    assert!(!late, "the submit waited for the global rayon pool");
-    assert_verified(&r.expect("the WinningPoSt waited for the global rayon pool"), ProofKind::WinningPost);
+    assert!(!late, "the {kind:?} waited for the global rayon pool");
+    assert_verified(&r.unwrap_or_else(|| panic!("the {kind:?} waited for the global rayon pool")), kind);
     s.shutdown(Duration::from_secs(30));
+}
+
+/// One test for both lanes, one after the other: two tests that each fill the global pool,
+/// run at once in this process, would wait for each other's blockers (the pool is one).
+#[test]
+fn winning_and_window_post_are_proved_while_every_global_rayon_thread_is_busy() {
+    for kind in [ProofKind::WinningPost, ProofKind::WindowPostPartition] {
+        proved_while_every_global_rayon_thread_is_busy(kind);
+    }
 }
 
 /// Nothing on the general side holds the lane up: not a parameter load that hangs (the

@@ -3,8 +3,8 @@
 //! release memory → record; the worker that records a job's last partition verifies and
 //! assembles the proof. Both loops check for cancellation at every partition boundary, and
 //! both run each partition under `catch_unwind`: a panic in any stage fails that job with
-//! "internal error: panic in <stage>: <message>" and the worker carries on. The critical
-//! lane's two workers run each stage on a private rayon pool (`lane_pool`).
+//! "internal error: panic in <stage>: <message>" and the worker carries on. The deadline and
+//! critical lanes' workers run each stage on a private rayon pool (`lane_pool`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -29,7 +29,8 @@ use crate::synthetic::{unverified_message, Verification};
 /// general workers, and they take everything (`All`). With it on (the default):
 /// - the general workers take everything but CRITICAL work (`General`);
 /// - the deadline lane's own synthesis and prover workers take only HIGH work (WindowPoSt),
-///   so it never waits for a worker busy with a PoRep partition;
+///   so it never waits for a worker busy with a PoRep partition, and its parallel work runs
+///   on the lane's private rayon pools, beside the PoRep stream's instead of behind it;
 /// - the critical lane's take all CRITICAL work (WinningPoSt), so it never waits for a worker
 ///   busy with a WindowPoSt partition (~10 s at 32 GiB), and its parallel work runs on the
 ///   lane's private rayon pools ([`LanePool`]), never queued behind theirs.
@@ -61,7 +62,7 @@ fn panicked(stage: &str, message: &str) -> EngineError {
 /// the stage named and the loop goes on. Whatever the partition held (its memory
 /// reservation, its in-flight count) is dropped while unwinding, before the job is failed.
 pub(super) fn synthesis_loop(sh: &Arc<Shared>, lane: Lane) {
-    let pool = LanePool::for_worker(lane == Lane::Critical, "synth");
+    let pool = LanePool::for_worker(lane, "synth");
     while let Some(work) = sh.pending.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
         supervised(sh, &pool, job, "synthesis admission", |stage| synthesize_one(sh, work, stage));
@@ -163,7 +164,7 @@ fn synthesize_one(sh: &Arc<Shared>, PendingWork { job, partition }: PendingWork,
 /// proving, or verifying and assembling fails that job (its reservations are released while
 /// unwinding) and the worker takes the next partition.
 pub(super) fn prover_loop(sh: &Arc<Shared>, lane: Lane) {
-    let pool = LanePool::for_worker(lane == Lane::Critical, "prove");
+    let pool = LanePool::for_worker(lane, "prove");
     while let Some(work) = sh.ready.pop_if(|p| lane.takes(p)) {
         let job = work.job.clone();
         supervised(sh, &pool, job, "prover admission", |stage| prove_one(sh, work, stage));
