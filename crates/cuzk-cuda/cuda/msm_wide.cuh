@@ -5,11 +5,10 @@
 // scalars) and processes 2^27 points in 8 batches, each ending in a bucket reduction of one
 // block per window and a host round trip. Every window costs one bucket addition per point,
 // so fewer windows is fewer additions: 22 bits need 12 windows, a fifth less work. msm_t's
-// window is private, so this file drives the steps itself:
-//   signed digits (ours, wide_digits) → sort (per window, point indices by bucket; ours,
-//   msm_bucket_sort.cuh) → sppark's accumulate (one thread per bucket; from 2^24 points in
-//   G1, 2^25 in G2, our affine rounds instead, msm_affine.cuh) and sppark's batch_addition
-//   (window 0's first bucket, as msm_t does)
+// window is private, so this file drives sppark's public kernels itself:
+//   breakdown (signed digits) → sort (per window, point indices by bucket) → accumulate (one
+//   thread per bucket; from 2^24 points in G1, 2^25 in G2, our affine rounds instead, msm_affine.cuh) and
+//   batch_addition (window 0's first bucket, as msm_t does)
 // over all points at once, then its own bucket reduction (wide_reduce, below), which runs in
 // parallel over the buckets of every window instead of one block per window.
 //
@@ -23,7 +22,7 @@
 // buckets as both W and A (W = A = B, s = 0 gives W' = Σ_j (j+1)·B_j).
 //
 // The top window. It holds only the scalar's last `top` bits, so it has few distinct digits,
-// and the sort spreads each over 2^shift buckets (shift = w − top) by the low bits of the
+// and sppark's sort spreads each over 2^shift buckets (shift = w − top) by the low bits of the
 // point index, which keeps accumulate's threads balanced. Its bucket x holds digit
 // (x >> shift) + 1. Before the reduction each group of 2^shift buckets is folded into one
 // (wide_fold_top), which leaves the usual layout. A thread folds a whole group, so the window
@@ -31,13 +30,13 @@
 //
 // Window groups. The windows are taken a group at a time: a group's digits (computed from the
 // scalars for its windows alone, wide_digits), its sort, its buckets and its reduction down to
-// one sum a window, before the next group's. So the digits, histograms, buckets and reduction
+// one sum a window, before the next group's. So the digits, sort rows, buckets and reduction
 // pairs are sized by a group, not by every window: at 2^27 points in G1 a group of 4 windows
 // holds 2.1 GB of digits and 1.6 GB of buckets where 12 windows at once held 6.4 and 4.8 GB.
 // Why: the affine rounds' own arrays (~9.9 GB there, msm_affine.cuh) did not fit beside a
 // 32 GiB PoRep's resident parameters on an 80 GB card, and MSM H fell back to sppark's slower
-// accumulate (BENCHMARKS.md 2026-12-07). Room goes first to the rounds, then to wider groups;
-// where it is ample every window is one group.
+// accumulate (BENCHMARKS.md 2026-12-07). Room goes first to the rounds, then to sort rows
+// (windows a sort launch), then to wider groups; where it is ample every window is one group.
 // With a pause hook a group has at most WIDE_PAUSE_GROUP windows, and the caller may lend the
 // device between groups: a stretch of ≤ ~0.3 s at 2^27 (deadline work that arrives mid-MSM
 // waits for one group, not for every window). sppark's accumulate skips the first bucket of its
@@ -53,11 +52,14 @@
 // about three times as much. The caller falls back to msm_t when this declines: too few
 // points, or temporaries that do not fit (about 100 bytes per point at 22 bits in G1, 20 in G2).
 //
-// Digits and sort. The digits take every SM (wide_digits). Each window's sort is our counting
-// sort (msm_bucket_sort.cuh), which also takes every SM, so windows are sorted one after
-// another; it leaves the row in the form sppark's sort_row would. Its scattered row (4 bytes a
-// point) is the rounds' first array where the rounds run (idle while a group sorts), else its
-// own.
+// Digits and sort. msm_t sorts two windows per launch on a third of the SMs, because it
+// overlaps that sort with the previous batch's buckets on another stream. Here nothing runs
+// beside it, so the digits take every SM and the sort takes as many of a group's windows per
+// launch as the device holds blocks (wide_sort: 32 blocks a window, ~4 windows on a 132-SM
+// card) and the room holds temporary rows of 8 bytes a point. With the affine rounds those
+// rows are the rounds' first array (idle while a group sorts; 6.5 GB at 2^27 in G1), so they
+// cost no room of their own. The top window, with its fewer significant bits, may be any of a
+// launch's windows.
 #pragma once
 
 #include <algorithm>
@@ -68,8 +70,6 @@
 #include <memory>
 #include <type_traits>
 #include <vector>
-
-#include "msm_bucket_sort.cuh"
 
 // Smallest MSM taken here, as a power of two, and the widest window. sppark's own window at
 // 2^22 points is already 18 bits; below that the gain is small. 22 bits: 12 windows, and the
@@ -164,6 +164,26 @@ static void wide_digits(vec2d_t<uint32_t> digits, const scalar_t* scalars, size_
         }
     }
 #endif
+}
+
+// Per-window sort (sppark's sort_row) of windows win0 + blockIdx.y: point indices by bucket
+// of `wbits` bits, all of them significant but in the top window's digits, which have
+// `top_lsbits`. A cooperative launch of {≤ 32, windows} blocks; every block takes the same
+// path through sort_row (it depends on wbits and the grid only), so the grid-wide syncs meet.
+__launch_bounds__(SORT_BLOCKDIM) __global__
+static void wide_sort(vec2d_t<uint32_t> digits, size_t len, uint32_t win0, vec2d_t<uint2> temps,
+                      vec2d_t<uint32_t> hist, uint32_t wbits, uint32_t top_win, uint32_t top_lsbits)
+{
+    const uint32_t win = win0 + blockIdx.y;
+    sort_row(digits[win], len, temps[blockIdx.y], hist[win], wbits, win == top_win ? top_lsbits : wbits);
+}
+
+// Windows one wide_sort launch can take: as many grids of `grid` blocks as the device holds.
+static uint32_t wide_sort_fit(const gpu_t& gpu, uint32_t grid, size_t shared)
+{
+    int per_sm = 0;
+    CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, wide_sort, SORT_BLOCKDIM, shared));
+    return std::max(1u, (uint32_t)per_sm * (uint32_t)gpu.sm_count() / grid);
 }
 
 // Top window: fold each group of 2^shift buckets into tmp[g] (one thread a group) ...
@@ -272,23 +292,26 @@ static uint32_t wide_group_end(const std::vector<uint32_t>& starts, size_t i, ui
 struct wide_plan_t {
     std::vector<uint32_t> starts;   // each group's first window
     uint32_t span = 0;              // windows of the longest group: what a group's arrays hold
+    uint32_t sort_wins = 0;         // windows a sort launch, at most
     bool rounds = false;            // the affine rounds' arrays have room too
 };
 
-// The first layout that `fits(span, groups, rounds)`: with the rounds before without them
-// (where `affine` asks for them), then the widest groups (≤ most). span 0 when none fits.
+// The first layout that `fits(span, groups, sort_wins, rounds)`: with the rounds before
+// without them (where `affine` asks for them), then the most windows a sort launch (≤
+// sort_fit), then the widest groups (≤ most). span 0 when none fits.
 template<class fits_t>
-static wide_plan_t wide_choose_plan(uint32_t nwins, uint32_t most, bool affine, fits_t fits)
+static wide_plan_t wide_choose_plan(uint32_t nwins, uint32_t most, uint32_t sort_fit, bool affine, fits_t fits)
 {
     for (int with_rounds = affine ? 1 : 0; with_rounds >= 0; with_rounds--)
-        for (uint32_t group = most; group >= 1; group--) {
-            std::vector<uint32_t> starts = wide_group_starts(nwins, group);
-            uint32_t span = 0;
-            for (size_t i = 0; i < starts.size(); i++)
-                span = std::max(span, wide_group_end(starts, i, nwins) - starts[i]);
-            if (fits(span, starts.size(), with_rounds == 1))
-                return wide_plan_t{std::move(starts), span, with_rounds == 1};
-        }
+        for (uint32_t sw = std::min(sort_fit, most); sw >= 1; sw--)
+            for (uint32_t group = most; group >= sw; group--) {
+                std::vector<uint32_t> starts = wide_group_starts(nwins, group);
+                uint32_t span = 0;
+                for (size_t i = 0; i < starts.size(); i++)
+                    span = std::max(span, wide_group_end(starts, i, nwins) - starts[i]);
+                if (fits(span, starts.size(), sw, with_rounds == 1))
+                    return wide_plan_t{std::move(starts), span, sw, with_rounds == 1};
+            }
     return wide_plan_t{};
 }
 
@@ -352,39 +375,43 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const size_t nsums = (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
     const stream_t& s = gpu[2];
 
-    // The sort's kernels: 2048 threads an SM, every SM.
-    const uint32_t sort_grid = 8 * (uint32_t)gpu.sm_count();
-    const bsort_sizes_t sort_sizes = bsort_sizes_t::of(row);
+    // The sort's grid follows msm_t's: a third of the SMs rounded down to a power of two (at
+    // most 32, sort_row's limit), a launch of that per window.
+    uint32_t grid = gpu.sm_count() / 3;
+    while (grid & (grid - 1))
+        grid &= grid - 1;
+    grid = std::max(1u, std::min(grid, 32u));
+    const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
 
     using rnd_field_t = std::conditional_t<degree == 1, fp_t, fp2_t>;
     static_assert(std::is_same<bucket_t, xyzz_t<rnd_field_t>>::value, "the rounds sum XYZZ buckets over fp_t or fp2_t");
     const uint32_t min_lg = degree == 1 ? WIDE_AFFINE_MIN_LG_POINTS : WIDE_AFFINE_MIN_LG_POINTS_G2;
     const bool affine = how == WIDE_AFFINE || (how == WIDE_AFFINE_LARGE && lg_n >= min_lg);
     const size_t rounds_bytes = affine ? rnd_buffers_t<rnd_field_t>::bytes(n, row) : 0;
-    const size_t scattered_bytes = stride * sizeof(uint32_t);
-    // With the rounds, the sort's scattered row goes in their first array while a group sorts
-    // (see "Digits and sort" in the file comment), where it fits.
-    const bool scattered_in_rounds = affine && scattered_bytes <= rnd_buffers_t<rnd_field_t>::first_bytes(n, row);
+    const size_t sort_row_bytes = stride * sizeof(uint2);
+    // With the rounds, the sort rows go in their first array while a group sorts (see "Digits
+    // and sort" in the file comment), where they fit.
+    const size_t rounds_first_bytes = affine ? rnd_buffers_t<rnd_field_t>::first_bytes(n, row) : 0;
 
-    // The layout, from one reading of the room: the rounds first, then the widest groups. A
-    // group's arrays: digits and histogram rows, its buckets and reduction pairs; besides, the
-    // sort's counts, scratch and scattered row, every group's batch-addition sums, every
-    // window's sum and the top window's folded groups.
+    // The layout, from one reading of the room: the rounds first, then as many windows a sort
+    // launch as the device takes, then the widest groups. A group's arrays: digits and
+    // histogram rows, its buckets and reduction pairs; besides, the sort rows, every group's
+    // batch-addition sums, every window's sum and the top window's folded groups.
     const size_t room = device_room(gpu);
     uint32_t most = pause.active() ? std::max(1u, WIDE_PAUSE_GROUP / degree) : nwins;
     if (max_group > 0)
         most = std::min(most, max_group);
     most = std::min(most, nwins);
-    const auto fits = [&](uint32_t span, size_t ngroups, bool with_rounds) {
+    const auto sort_in_rounds_array = [&](uint32_t sort_wins) { return sort_wins * sort_row_bytes <= rounds_first_bytes; };
+    const auto fits = [&](uint32_t span, size_t ngroups, uint32_t sort_wins, bool with_rounds) {
         const size_t per_window = stride * sizeof(uint32_t) + row * sizeof(uint32_t)
                                   + ((size_t)row + 4 * (row / WIDE_FIRST_CHUNK)) * sizeof(bucket_h);
-        const bool scattered_own = !(with_rounds && scattered_in_rounds);
-        return span * per_window + (with_rounds ? rounds_bytes : 0) + sort_sizes.bytes()
-                   + (scattered_own ? scattered_bytes : 0)
+        const bool sort_rows_own = !(with_rounds && sort_in_rounds_array(sort_wins));
+        return span * per_window + (with_rounds ? rounds_bytes : 0) + (sort_rows_own ? sort_wins * sort_row_bytes : 0)
                    + (ngroups * nsums + nwins + (shape.shift > 0 ? top_groups : 0)) * sizeof(bucket_h)
                <= room;
     };
-    const wide_plan_t plan = wide_choose_plan(nwins, most, affine, fits);
+    const wide_plan_t plan = wide_choose_plan(nwins, most, wide_sort_fit(gpu, grid, sort_shared), affine, fits);
     if (plan.span == 0)
         return false;
     const uint32_t span = plan.span;
@@ -392,16 +419,15 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     const size_t pair_cap = (size_t)span * (row / WIDE_FIRST_CHUNK);
 
     // Every temporary first: a failed allocation declines before anything is computed. The
-    // rounds' arrays are optional (sppark's accumulate without them); the sort's scattered row
-    // goes in their first array where it fits, else in its own.
+    // rounds' arrays are optional (sppark's accumulate without them); the sort rows go in
+    // their first array where they fit, else in their own.
     optional_buffer_t<uint32_t> digits{span * stride, s};
     optional_buffer_t<uint32_t> hist{(size_t)span * row, s};
     // A group's buckets, then each group's batch-addition sums, then every window's sum.
     optional_buffer_t<bucket_h> buckets{(size_t)span * row + ngroups * nsums + nwins, s};
     optional_buffer_t<bucket_h> pairs{4 * pair_cap, s};   // two (W, A) generations
     optional_buffer_t<bucket_h> folded{shape.shift > 0 ? top_groups : 0, s};
-    optional_buffer_t<unsigned char> sort_work{sort_sizes.bytes(), s};
-    if (!digits.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr) || !sort_work.ptr)
+    if (!digits.ptr || !hist.ptr || !buckets.ptr || !pairs.ptr || (shape.shift > 0 && !folded.ptr))
         return false;
     std::unique_ptr<rnd_buffers_t<rnd_field_t>> rounds;
     if (plan.rounds) {
@@ -409,10 +435,10 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         if (!rounds->ok())
             rounds.reset();
     }
-    const bool scattered_there = rounds && scattered_in_rounds;
-    optional_buffer_t<uint32_t> own_scattered{scattered_there ? 0 : stride, s};
-    uint32_t* scattered = scattered_there ? reinterpret_cast<uint32_t*>(rounds->xs(0)) : own_scattered.ptr;
-    if (scattered == nullptr)
+    const bool sort_in_rounds = rounds && sort_in_rounds_array(plan.sort_wins);
+    optional_buffer_t<uint2> own_temps{sort_in_rounds ? 0 : plan.sort_wins * stride, s};
+    uint2* temps = sort_in_rounds ? reinterpret_cast<uint2*>(rounds->xs(0)) : own_temps.ptr;
+    if (temps == nullptr)
         return false;
     bucket_h* sums = buckets.ptr + (size_t)span * row;
     bucket_h* window_sums_d = sums + ngroups * nsums;
@@ -427,6 +453,7 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
     timing_event t_copy0, t_copy1;
 
     vec2d_t<uint32_t> d_digits{digits.ptr, (uint32_t)stride};   // n < 2^31
+    vec2d_t<uint2> d_temps{temps, (uint32_t)stride};
     vec2d_t<uint32_t> d_hist{hist.ptr, row};
     affine_h* d_points = (affine_h*)d_points_v;   // sppark's accumulate takes them non-const
     const size_t digits_shared = sizeof(scalar_t) * 1024;
@@ -445,9 +472,11 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         CUDA_OK(cudaGetLastError());
         mark(1);
         // The top window's digits have top − 1 bits (see the file comment).
-        for (uint32_t k = 0; k < wins; k++)
-            bucket_sort_row(s, sort_grid, d_digits[k], len, row, has_top && k + 1 == wins ? top - 1 : wbits - 1,
-                            d_hist[k], sort_work.ptr, sort_sizes, scattered);
+        const uint32_t launches = (wins + plan.sort_wins - 1) / plan.sort_wins;
+        const uint32_t per_launch = (wins + launches - 1) / launches;
+        for (uint32_t w = 0; w < wins; w += per_launch)
+            s.launch_coop(wide_sort, {{grid, std::min(per_launch, wins - w)}, SORT_BLOCKDIM, sort_shared}, d_digits,
+                          (size_t)len, w, d_temps, d_hist, wbits - 1, has_top ? wins - 1 : UINT32_MAX, top - 1);
         mark(2);
 
         // Buckets: one thread each (or the affine rounds); the group's first bucket by batch
@@ -505,8 +534,8 @@ static bool wide_msm(const gpu_t& gpu, const void* d_points_v, const scalar_t* d
         }
     }
     if (trace)
-        fprintf(stderr, "cuzk wide MSM G%u n=%zu w=%u windows=%u in %zu groups of <= %u (room %.1f GB): temporaries %.2f ms (host), digits %.2f ms, sort %.2f ms (counting), buckets %.2f ms (%s, top window folded), reduce %.2f ms, copy %.2f ms; %.2f ms on the host clock from entry to here\n",
-                degree, n, wbits, nwins, ngroups, span, room / 1e9, alloc_ms, phase_ms[0], phase_ms[1],
+        fprintf(stderr, "cuzk wide MSM G%u n=%zu w=%u windows=%u in %zu groups of <= %u (room %.1f GB): temporaries %.2f ms (host), digits %.2f ms, sort %.2f ms (<= %u windows a launch), buckets %.2f ms (%s, top window folded), reduce %.2f ms, copy %.2f ms; %.2f ms on the host clock from entry to here\n",
+                degree, n, wbits, nwins, ngroups, span, room / 1e9, alloc_ms, phase_ms[0], phase_ms[1], plan.sort_wins,
                 phase_ms[2], rounds ? "affine rounds" : "sppark accumulate", phase_ms[3], t_copy1.ms_since(t_copy0), host_ms());
     return true;
 }

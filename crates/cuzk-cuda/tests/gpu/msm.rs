@@ -91,7 +91,7 @@ fn witness_msms_split_on_the_device_equal_the_cpu_msm() {
 #[test]
 fn dense_msms_with_wide_windows_equal_the_cpu_msm() {
     let mut r = rng(12);
-    // 2^24 + 5 points: 20-bit windows, whose top window (15 bits) the sort spreads over
+    // 2^24 + 5 points: 20-bit windows, whose top window (15 bits) sppark's sort spreads over
     // 32 buckets a digit, folded before the reduction; the prefix below 2^24 takes 17-bit
     // windows (no spread). Sizes below 2^22 are declined (sppark's Pippenger).
     let n = (1usize << 24) + 5;
