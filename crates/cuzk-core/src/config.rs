@@ -158,11 +158,12 @@ pub struct PipelineConfig {
     /// Partitions of queued or running jobs at once; a submit that would pass it is
     /// RESOURCE_EXHAUSTED.
     pub max_queued_partitions: usize,
-    /// The deadline lane: one more synthesis and one more prover worker that take only HIGH
+    /// The deadline lane: one more synthesis and one more prover worker that take all HIGH
     /// work (WindowPoSt), so it never waits for a worker busy with PoRep; and one more of each
     /// that take all CRITICAL work (WinningPoSt), so it never waits for one busy with a
-    /// WindowPoSt partition. Each of the four runs its parallel work on a private rayon pool,
-    /// never queued behind the global pool's. Off: the general workers take everything.
+    /// WindowPoSt partition. The general workers leave both to them. Each of the four runs its
+    /// parallel work on a private rayon pool, never queued behind the global pool's. Off: the
+    /// general workers take everything.
     pub deadline_lane: bool,
     /// A job whose worker stays in one working stage (PCE load, synthesis, parameter load,
     /// prove, verify) this long without moving on is failed, so it cannot stay Running

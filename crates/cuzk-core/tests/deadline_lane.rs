@@ -100,10 +100,15 @@ impl ProverBackend for GatedProver {
 }
 
 fn scheduler(lane: bool, backend: Arc<GatedProver>) -> Arc<Scheduler> {
+    scheduler_with(lane, backend, |_| {})
+}
+
+fn scheduler_with(lane: bool, backend: Arc<GatedProver>, tune: impl FnOnce(&mut Config)) -> Arc<Scheduler> {
     let f = common::fixture();
     let mut config = Config::default();
     config.srs.param_dir = f.dir.join("params");
     config.pipeline.deadline_lane = lane;
+    tune(&mut config);
     Scheduler::start(config, Some(backend)).unwrap()
 }
 
@@ -207,8 +212,15 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
 /// WindowPoSt partition (deadline lane) is synthesized, proved and verified while every thread
 /// of the global rayon pool is busy, as it is while PoRep partitions are synthesized on the
 /// general workers. Were its parallel work on the global pool, it would wait for all of that.
+/// Eight idle general workers of each kind wait beside the lanes' for the same partition, as
+/// on a production host (one synthesis worker per core less two): were a general worker to
+/// take the deadline work, it would run it on the global pool. (CI caught exactly that: with
+/// the general workers taking HIGH work, one took the WindowPoSt.)
 fn proved_while_every_global_rayon_thread_is_busy(kind: ProofKind) {
-    let s = scheduler(true, Arc::new(GatedProver::default()));
+    let s = scheduler_with(true, Arc::new(GatedProver::default()), |c| {
+        c.pipeline.synthesis_workers = 8;
+        c.pipeline.prover_workers = 8;
+    });
     let req = fixture_request(kind);
     // (released, released because the proof took too long)
     let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));

@@ -78,7 +78,8 @@ pub(super) fn start(
         config,
     });
     let mut threads = Vec::new();
-    // With the lane, CRITICAL work is the critical lane's alone.
+    // With the lanes, HIGH work is the deadline lane's alone and CRITICAL work the critical
+    // lane's: each runs on its lane's rayon pools, never on the global one (`Lane`).
     let general = if lane { Lane::General } else { Lane::All };
     for i in 0..shared.config.pipeline.synthesis_worker_count() {
         let s = shared.clone();

@@ -27,8 +27,12 @@ use crate::synthetic::{unverified_message, Verification};
 
 /// Which work a worker takes, the best first. With the deadline lane off there are only
 /// general workers, and they take everything (`All`). With it on (the default):
-/// - the general workers take everything but CRITICAL work (`General`);
-/// - the deadline lane's own synthesis and prover workers take only HIGH work (WindowPoSt),
+/// - the general workers take NORMAL and LOW work (`General`), and leave the deadline work
+///   to the lanes. Were they to take HIGH work too, an idle general synthesis worker (the
+///   default is one per core less two) would win the race for a WindowPoSt partition as
+///   often as the lane's, and synthesize it on the global rayon pool, behind every PoRep
+///   partition's tasks there: the very wait the lane's pool exists to remove;
+/// - the deadline lane's own synthesis and prover workers take all HIGH work (WindowPoSt),
 ///   so it never waits for a worker busy with a PoRep partition, and its parallel work runs
 ///   on the lane's private rayon pools, beside the PoRep stream's instead of behind it;
 /// - the critical lane's take all CRITICAL work (WinningPoSt), so it never waits for a worker
@@ -46,7 +50,7 @@ impl Lane {
     fn takes(self, p: Priority) -> bool {
         match self {
             Lane::All => true,
-            Lane::General => p != Priority::Critical,
+            Lane::General => p < Priority::High,
             Lane::Deadline => p == Priority::High,
             Lane::Critical => p == Priority::Critical,
         }
