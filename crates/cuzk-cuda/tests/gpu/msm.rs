@@ -267,7 +267,7 @@ fn a_paused_wide_msm_lends_the_device_and_still_equals_the_cpu_msm() {
     let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
     let (got, _, _) =
         m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
-    assert_eq!(got, msm_g1(&pts, &big), "paused dense MSM of 2^80 everywhere");
+    assert_eq!(got, same_scalar_msm::<G1Projective>(&pts, big[0]), "paused dense MSM of 2^80 everywhere");
 }
 
 /// The wide path in G2 (a WindowPoSt's B_G2): two threads a bucket in our kernels, 20-bit
@@ -324,7 +324,7 @@ fn dense_g2_msms_take_wide_windows_pause_and_equal_the_cpu_msm() {
     let (b, _) = DeviceBuffer::upload(DEV, &big).unwrap();
     let (got, _, _) =
         m.run_pausing(Scalars::Device { buffer: &b, offset: 0, len: n }, MsmPath::Dense, &mut || {}).unwrap();
-    assert_eq!(got, msm_g2(&pts, &big), "paused dense G2 MSM of 2^40 everywhere");
+    assert_eq!(got, same_scalar_msm::<G2Projective>(&pts, big[0]), "paused dense G2 MSM of 2^40 everywhere");
 }
 
 /// The affine rounds in G2 (cuda/msm_affine.cuh over sppark's two-lane fp2_t; the prover's
