@@ -215,7 +215,12 @@ fn prove_one(sh: &Arc<Shared>, ReadyWork { job, synthesized, srs, _memory, _in_f
     let Some(all) = job.record(proved) else { return };
     stage.set(Stage::Verify.name());
     faults::hit(Stage::Verify);
-    match pipeline::verify_and_assemble(&srs, all, job.partitions) {
+    let assembled = pipeline::verify_and_assemble(&srs, all, job.partitions);
+    // The parameters are let go before the job ends: a client that sees it end may evict
+    // them at once, and `SrsCache::evict` refuses parameters still held (`InUse`). (The
+    // job's other partitions let go as they recorded theirs, before this one verified.)
+    drop(srs);
+    match assembled {
         Ok(a) if a.verification == Verification::SkippedSynthetic => finish_unverified(sh, &job, a.proof),
         Ok(Assembled { proof, .. }) => {
             let account = |t: &JobTimings| {
