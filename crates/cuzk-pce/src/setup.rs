@@ -48,7 +48,8 @@ pub fn generate_srs_with(
 /// [`generate_srs_with`], offering the queries to `sink` (see `cuzk_groth16::srs_sink`): a
 /// backend that accepts receives every point as it is computed, and the result keeps none.
 /// The matrices' mapped pages are given back once the evaluations are done (the setup reads
-/// the matrices no more), so at the peak the host holds the aux evaluations and one chunk.
+/// the matrices no more), so at the peak the host holds the aux evaluations and two chunks
+/// (one made ahead while the other is taken).
 pub fn generate_srs_into(
     pc: &PreCompiled,
     seed: u64,

@@ -77,7 +77,11 @@ impl CudaFixedBase {
         glue: GlueFn<P>,
     ) -> Result<Vec<A>, SetupError> {
         assert_eq!(std::mem::size_of::<A>(), std::mem::size_of::<P>(), "blstrs' affine points wrap blst's");
-        let mut out = vec![A::default(); scalars.len()];
+        // Filled on every core: `vec![A::default(); n]` wrote (and faulted in) the 1.5 GiB of
+        // a 2^24-point G1 chunk (3 GiB in G2) on one thread before the device had begun, and
+        // the device's copy back writes every point over it anyway.
+        let mut out = Vec::with_capacity(scalars.len());
+        out.par_extend(rayon::iter::repeat_n(A::default(), scalars.len()));
         for (s, o) in scalars.chunks(SLICE).zip(out.chunks_mut(SLICE)) {
             let words = canonical(s);
             // SAFETY: `A` is a transparent wrapper of `P` (sizes checked above); the buffers

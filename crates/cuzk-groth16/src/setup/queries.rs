@@ -3,7 +3,14 @@
 //! handed to its destination at once: the vectors of the [`Srs`] being built, or a backend's
 //! [`QueryTaker`] (see [`crate::srs_sink`]). A chunk's scalars and points are the only
 //! per-query memory (L's scalars are made in place of the w evaluations), so with a taker the
-//! host holds the aux evaluations plus one chunk, never a whole query.
+//! host holds the aux evaluations plus two chunks, never a whole query.
+//!
+//! The chunks are made one ahead ([`one_ahead`]): a helper thread makes the next chunk's
+//! scalars and points while this thread hands the last one to its destination. With a device
+//! on both sides, its multiplications and copy back then overlap the upload of the chunk
+//! before into its query, where each waited for the other.
+
+use std::sync::mpsc;
 
 use blstrs::{G1Affine, G2Affine, Scalar as Fr};
 use ff::Field;
@@ -68,6 +75,65 @@ impl<'a> Destination<'a> {
             Destination::Taker(t) => t.take_b_g2(offset, &points).map_err(SetupError::Backend),
         }
     }
+
+    fn take(&mut self, chunk: Chunk) -> Result<(), SetupError> {
+        match chunk {
+            Chunk::G1(query, offset, points) => self.g1(query, offset, points),
+            Chunk::BG2(offset, points) => self.b_g2(offset, points),
+        }
+    }
+}
+
+/// One chunk of a query's points, from its offset in the query.
+enum Chunk {
+    G1(G1Query, usize, Vec<G1Affine>),
+    BG2(usize, Vec<G2Affine>),
+}
+
+/// What a producer hands on: a chunk, or why none could be made. `false`: stop, nothing more
+/// is taken (an error on either side).
+type HandOn<'s> = &'s mut dyn FnMut(Result<Chunk, SetupError>) -> bool;
+
+/// Runs `produce` on a helper thread, one chunk ahead of this thread, which hands each chunk
+/// to `dest` in the order made: the helper makes chunk k + 1 while `dest` takes chunk k, and
+/// waits for `dest` to be ready for it (a rendezvous channel), so at most two chunks are held.
+/// The first error on either side ends both and is returned; a panic in `produce` is resumed
+/// here. The helper's parallel work goes to the global rayon pool (it is not one of a pool's
+/// threads): setups are generated for tests and benchmarks only.
+fn one_ahead(
+    dest: &mut Destination<'_>,
+    engine: &dyn FixedBaseMul,
+    produce: impl FnOnce(HandOn<'_>) + Send,
+) -> Result<(), SetupError> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::sync_channel::<Result<Chunk, SetupError>>(0);
+        let helper = std::thread::Builder::new()
+            .name("cuzk-setup-ahead".into())
+            .spawn_scoped(scope, move || {
+                let mut send = |made: Result<Chunk, SetupError>| {
+                    let failed = made.is_err();
+                    tx.send(made).is_ok() && !failed
+                };
+                produce(&mut send);
+            })
+            .map_err(|e| SetupError::Engine {
+                engine: engine.name(),
+                message: format!("could not start the setup's helper thread: {e}"),
+            })?;
+        let mut taken = Ok(());
+        for made in &rx {
+            if let Err(e) = made.and_then(|chunk| dest.take(chunk)) {
+                taken = Err(e);
+                break;
+            }
+        }
+        // A helper waiting to hand on its next chunk gets an error and stops.
+        drop(rx);
+        if let Err(panic) = helper.join() {
+            std::panic::resume_unwind(panic);
+        }
+        taken
+    })
 }
 
 /// Non-zero entries of `inputs ++ aux`: how many there are (the A and B query lengths).
@@ -84,14 +150,15 @@ pub(crate) fn h_query(
     mul: &dyn FixedBaseMul,
     dest: &mut Destination<'_>,
 ) -> Result<(), SetupError> {
-    let mut offset = 0;
-    while offset < n {
-        let len = chunk.min(n - offset);
-        let scalars = super::powers(tau, first * tau.pow_vartime([offset as u64]), len);
-        dest.g1(G1Query::H, offset, mul.g1(&scalars)?)?;
-        offset += len;
-    }
-    Ok(())
+    one_ahead(dest, mul, |send| {
+        for offset in (0..n).step_by(chunk.max(1)) {
+            let len = chunk.min(n - offset);
+            let scalars = super::powers(tau, first * tau.pow_vartime([offset as u64]), len);
+            if !send(mul.g1(&scalars).map(|points| Chunk::G1(G1Query::H, offset, points))) {
+                return;
+            }
+        }
+    })
 }
 
 /// The non-zero scalars of `inputs ++ aux`, in order, a chunk at a time.
@@ -103,7 +170,8 @@ fn nonzero_chunks<'s>(chunk: usize, inputs: &'s [Fr], aux: &'s [Fr]) -> impl Ite
     })
 }
 
-/// A (from the u evaluations) and B in G1 and G2 (from v), infinity points left out.
+/// A (from the u evaluations) and B in G1 and G2 (from v), infinity points left out. B's
+/// G1 and G2 chunks alternate.
 pub(crate) fn a_and_b_queries(
     chunk: usize,
     inputs: &Evaluations,
@@ -111,20 +179,24 @@ pub(crate) fn a_and_b_queries(
     mul: &dyn FixedBaseMul,
     dest: &mut Destination<'_>,
 ) -> Result<(), SetupError> {
-    let mut offset = 0;
-    for scalars in nonzero_chunks(chunk, &inputs.u, &aux.u) {
-        let len = scalars.len();
-        dest.g1(G1Query::A, offset, mul.g1(&scalars)?)?;
-        offset += len;
-    }
-    let mut offset = 0;
-    for scalars in nonzero_chunks(chunk, &inputs.v, &aux.v) {
-        let len = scalars.len();
-        dest.g1(G1Query::BG1, offset, mul.g1(&scalars)?)?;
-        dest.b_g2(offset, mul.g2(&scalars)?)?;
-        offset += len;
-    }
-    Ok(())
+    one_ahead(dest, mul, |send| {
+        let mut offset = 0;
+        for scalars in nonzero_chunks(chunk, &inputs.u, &aux.u) {
+            if !send(mul.g1(&scalars).map(|points| Chunk::G1(G1Query::A, offset, points))) {
+                return;
+            }
+            offset += scalars.len();
+        }
+        let mut offset = 0;
+        for scalars in nonzero_chunks(chunk, &inputs.v, &aux.v) {
+            if !send(mul.g1(&scalars).map(|points| Chunk::G1(G1Query::BG1, offset, points)))
+                || !send(mul.g2(&scalars).map(|points| Chunk::BG2(offset, points)))
+            {
+                return;
+            }
+            offset += scalars.len();
+        }
+    })
 }
 
 /// L: (β·u + α·v + w)/δ for every aux variable, none of which may be zero. The scalars are
@@ -146,8 +218,12 @@ pub(crate) fn l_query(
     if let Some(i) = scalars.iter().position(|s| bool::from(s.is_zero())) {
         return Err(SetupError::UnconstrainedVariable(i));
     }
-    for (c, part) in scalars.chunks(chunk).enumerate() {
-        dest.g1(G1Query::L, c * chunk, mul.g1(part)?)?;
-    }
-    Ok(())
+    let scalars = &scalars;
+    one_ahead(dest, mul, |send| {
+        for (c, part) in scalars.chunks(chunk).enumerate() {
+            if !send(mul.g1(part).map(|points| Chunk::G1(G1Query::L, c * chunk, points))) {
+                return;
+            }
+        }
+    })
 }

@@ -1,15 +1,17 @@
-//! The chunked production of the generated setup's queries: chunk boundaries, and a backend
-//! that takes the queries while they are made (crate::srs_sink).
+//! The chunked production of the generated setup's queries: chunk boundaries, a backend that
+//! takes the queries while they are made (crate::srs_sink), and the chunks made one ahead of
+//! the backend's taking them.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine, Scalar as Fr};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{assemble_chunked, CpuFixedBase, Evaluations, SetupError, Trapdoor};
+use super::{assemble_chunked, CpuFixedBase, Evaluations, FixedBaseMul, SetupError, Trapdoor};
 use crate::srs::{QueryLens, Srs};
 use crate::srs_sink::{G1Query, QuerySink, QueryTaker};
 
@@ -34,17 +36,64 @@ pub(crate) fn fixed_base() -> &'static CpuFixedBase {
 }
 
 fn build(sink: Option<&dyn QuerySink>, chunk: usize) -> Result<Srs, SetupError> {
+    build_with(sink, chunk, fixed_base())
+}
+
+fn build_with(sink: Option<&dyn QuerySink>, chunk: usize, mul: &dyn FixedBaseMul) -> Result<Srs, SetupError> {
     let t = Trapdoor::from_seed(5);
-    assemble_chunked(
-        40,
-        evaluations(3, 1),
-        evaluations(50, 2),
-        &t,
-        PathBuf::from("generated://test"),
-        fixed_base(),
-        sink,
-        chunk,
-    )
+    assemble_chunked(40, evaluations(3, 1), evaluations(50, 2), &t, PathBuf::from("generated://test"), mul, sink, chunk)
+}
+
+/// The CPU engine, counting its calls (one a chunk, G1 or G2), failing or panicking at the n-th.
+#[derive(Default)]
+struct Counting {
+    calls: Mutex<usize>,
+    called: Condvar,
+    fail_at: Option<usize>,
+    panic_at: Option<usize>,
+}
+
+impl Counting {
+    fn enter(&self) -> Result<(), SetupError> {
+        let n = {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            self.called.notify_all();
+            *calls
+        };
+        if self.panic_at == Some(n) {
+            panic!("the engine panicked at call {n}");
+        }
+        if self.fail_at == Some(n) {
+            return Err(SetupError::Engine { engine: self.name(), message: "device lost".into() });
+        }
+        Ok(())
+    }
+
+    fn calls(&self) -> usize {
+        *self.calls.lock().unwrap()
+    }
+
+    /// Whether the engine was called `n` times within `timeout`.
+    fn wait_for(&self, n: usize, timeout: Duration) -> bool {
+        let calls = self.calls.lock().unwrap();
+        let (calls, _) = self.called.wait_timeout_while(calls, timeout, |c| *c < n).unwrap();
+        *calls >= n
+    }
+}
+
+impl FixedBaseMul for Counting {
+    fn g1(&self, scalars: &[Fr]) -> Result<Vec<G1Affine>, SetupError> {
+        self.enter()?;
+        fixed_base().g1(scalars)
+    }
+    fn g2(&self, scalars: &[Fr]) -> Result<Vec<G2Affine>, SetupError> {
+        self.enter()?;
+        fixed_base().g2(scalars)
+    }
+    fn name(&self) -> String {
+        "counting cpu".into()
+    }
 }
 
 #[derive(Default, Debug, PartialEq)]
@@ -174,9 +223,75 @@ fn a_backend_that_declines_leaves_the_parameters_on_the_host() {
 #[test]
 fn a_backend_that_fails_mid_way_fails_the_load_and_is_never_finished() {
     let sink = Collector::new(true, Some(5));
-    let err = build(Some(&sink), 7).err().expect("the load fails");
+    let engine = Counting::default();
+    let err = build_with(Some(&sink), 7, &engine).err().expect("the load fails");
     assert_eq!(err, SetupError::Backend("device full".into()));
     assert!(sink.finished.lock().unwrap().is_none(), "an unfinished taker is dropped, not finished");
+    // The chunk it failed on, and at most the one made ahead of it: nothing more.
+    assert!(engine.calls() <= 6, "{} chunks made for a load that failed at the 5th", engine.calls());
+}
+
+#[test]
+fn an_engine_that_fails_mid_way_fails_the_load_and_the_taker_is_never_finished() {
+    let sink = Collector::new(true, None);
+    let engine = Counting { fail_at: Some(4), ..Default::default() };
+    let err = build_with(Some(&sink), 7, &engine).err().expect("the load fails");
+    assert_eq!(err, SetupError::Engine { engine: "counting cpu".into(), message: "device lost".into() });
+    assert_eq!(engine.calls(), 4, "no chunk is made after the one that failed");
+    assert!(sink.finished.lock().unwrap().is_none());
+}
+
+#[test]
+fn an_engine_that_panics_mid_way_panics_the_load_instead_of_ending_it_short() {
+    let sink = Collector::new(true, None);
+    let engine = Counting { panic_at: Some(3), ..Default::default() };
+    let load = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build_with(Some(&sink), 7, &engine)));
+    let panic = load.err().expect("the helper's panic reaches the caller");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("panicked at call 3"), "{message}");
+    assert!(sink.finished.lock().unwrap().is_none());
+}
+
+/// The taker of the first chunk waits (up to 60 s) for the engine to be called again: with the
+/// chunks made one ahead, the next chunk's multiplication starts while this one is taken.
+/// Made one after the other, the engine would wait for this taker, and the wait time out.
+struct Probe<'e> {
+    engine: &'e Counting,
+    next_made_meanwhile: Mutex<Option<bool>>,
+}
+
+struct ProbeTaker<'p, 'e> {
+    probe: &'p Probe<'e>,
+}
+
+impl QuerySink for Probe<'_> {
+    fn begin(&self, _path: &Path, _id: u64, _lens: &QueryLens) -> Option<Box<dyn QueryTaker + '_>> {
+        Some(Box::new(ProbeTaker { probe: self }))
+    }
+}
+
+impl QueryTaker for ProbeTaker<'_, '_> {
+    fn take_g1(&mut self, _query: G1Query, _offset: usize, _points: &[G1Affine]) -> Result<(), String> {
+        let mut seen = self.probe.next_made_meanwhile.lock().unwrap();
+        if seen.is_none() {
+            *seen = Some(self.probe.engine.wait_for(2, Duration::from_secs(60)));
+        }
+        Ok(())
+    }
+    fn take_b_g2(&mut self, _offset: usize, _points: &[G2Affine]) -> Result<(), String> {
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_next_chunk_is_made_while_the_backend_takes_this_one() {
+    let engine = Counting::default();
+    let probe = Probe { engine: &engine, next_made_meanwhile: Mutex::new(None) };
+    build_with(Some(&probe), 7, &engine).unwrap();
+    assert_eq!(*probe.next_made_meanwhile.lock().unwrap(), Some(true), "the second chunk waited for the first's taker");
 }
 
 #[test]
