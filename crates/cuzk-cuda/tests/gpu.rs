@@ -242,7 +242,7 @@ where
 fn same_scalar_msm<P>(pts: &[P::AffineRepr], s: Fr) -> P
 where
     P: Group<Scalar = Fr> + Curve + From<<P as Curve>::AffineRepr> + Send + Sync,
-    P::AffineRepr: Sync,
+    P::AffineRepr: Copy + Sync,
 {
     use rayon::prelude::*;
     let sum: P = pts.par_chunks(1 << 16).map(|c| c.iter().fold(P::identity(), |acc, p| acc + P::from(*p))).sum();
