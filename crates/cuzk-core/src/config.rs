@@ -158,10 +158,10 @@ pub struct PipelineConfig {
     /// Partitions of queued or running jobs at once; a submit that would pass it is
     /// RESOURCE_EXHAUSTED.
     pub max_queued_partitions: usize,
-    /// The deadline lane: one more synthesis and one more prover worker that take all HIGH
-    /// work (WindowPoSt), so it never waits for a worker busy with PoRep; and one more of each
-    /// that take all CRITICAL work (WinningPoSt), so it never waits for one busy with a
-    /// WindowPoSt partition. The general workers leave both to them. Each of the four runs its
+    /// The deadline lane: one more synthesis worker and one more prover worker per device
+    /// that take all HIGH work (WindowPoSt), so it never waits for a worker busy with PoRep;
+    /// and one more of each that take all CRITICAL work (WinningPoSt), so it never waits for
+    /// one busy with a WindowPoSt partition. The general workers leave both to them. Each of them runs its
     /// parallel work on a private rayon pool, never queued behind the global pool's. Off: the
     /// general workers take everything.
     pub deadline_lane: bool,

@@ -5,7 +5,8 @@
 //! same WinningPoSt waits for the PoRep, and both are proved and verified once the PoRep may
 //! go on. A WinningPoSt also passes a WindowPoSt stuck in the deadline lane (the critical
 //! lane). WinningPoSt and WindowPoSt run their parallel work on their lanes' private rayon
-//! pools while every thread of the global pool is busy.
+//! pools while every thread of the global pool is busy. The deadline lane has a prover for
+//! every device.
 
 mod common;
 
@@ -13,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_backend::{CpuBackend, ProveTimings, ProverBackend, Urgency, Witness, WorkLabel};
+use cuzk_backend::{CpuBackend, DeviceReport, ProveTimings, ProverBackend, Urgency, Witness, WorkLabel};
 use cuzk_core::scheduler::{AwaitOutcome, JobResult, Phase, Scheduler};
 use cuzk_core::Config;
 use cuzk_filecoin::fixtures::requests::{request, verify_with_filecoin_proofs};
@@ -28,6 +29,8 @@ struct GatedProver {
     opened: Condvar,
     held: AtomicUsize,
     passes: Urgency,
+    /// Devices it reports (none, as the CPU backend, by default).
+    devices: usize,
 }
 
 /// What becomes of the work that waits at the gate.
@@ -52,7 +55,18 @@ impl Default for GatedProver {
 
 impl GatedProver {
     fn passing(passes: Urgency) -> Self {
-        GatedProver { gate: Mutex::new(Gate::Shut), opened: Condvar::new(), held: AtomicUsize::new(0), passes }
+        GatedProver {
+            gate: Mutex::new(Gate::Shut),
+            opened: Condvar::new(),
+            held: AtomicUsize::new(0),
+            passes,
+            devices: 0,
+        }
+    }
+
+    /// Reports `n` devices, as a GPU backend does.
+    fn with_devices(self, n: usize) -> Self {
+        GatedProver { devices: n, ..self }
     }
 
     fn open(&self) {
@@ -73,6 +87,10 @@ impl GatedProver {
 impl ProverBackend for GatedProver {
     fn name(&self) -> String {
         "gated-cpu".into()
+    }
+
+    fn devices(&self) -> Vec<DeviceReport> {
+        (0..self.devices).map(|i| DeviceReport { ordinal: i as u32, ..Default::default() }).collect()
     }
 
     fn prove(
@@ -206,6 +224,30 @@ fn a_winning_post_passes_a_window_post_stuck_in_the_deadline_lane() {
     assert_verified(&wait(&s, &window, Duration::from_secs(300)).unwrap(), ProofKind::WindowPostPartition);
     s.shutdown(Duration::from_secs(30));
     assert_eq!(s.job(&porep[0]).unwrap().phase(), Phase::Cancelled);
+}
+
+/// One deadline prover per device: on a backend of two devices, two WindowPoSt partitions
+/// reach a prover at once (both held at the gate together). With one deadline prover they
+/// went one at a time, since the general provers leave HIGH work to the lane.
+#[test]
+fn the_deadline_lane_has_a_prover_for_every_device() {
+    let backend = Arc::new(GatedProver::passing(Urgency::Critical).with_devices(2));
+    let s = scheduler(true, backend.clone());
+    let jobs: Vec<String> = (0..2)
+        .map(|i| {
+            s.submit(&format!("window-{i}"), None, fixture_request(ProofKind::WindowPostPartition)).unwrap().job_id
+        })
+        .collect();
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    while backend.held.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(backend.held.load(Ordering::SeqCst), 2, "both WindowPoSt partitions were in a prover at once");
+    backend.open();
+    for job in &jobs {
+        assert_verified(&wait(&s, job, Duration::from_secs(300)).unwrap(), ProofKind::WindowPostPartition);
+    }
+    s.shutdown(Duration::from_secs(30));
 }
 
 /// The deadline and critical lanes' private rayon pools: a WinningPoSt (critical lane) or a

@@ -48,10 +48,14 @@ pub(super) fn start(
     let form =
         if config.pce.enabled { backend.accepts().reached_from(WitnessForm::Compact) } else { WitnessForm::Assignment };
     // Every prover that can hold a partition needs its headroom: with the lane, the
-    // deadline prover and the critical one too. The critical prover is not only ever a
+    // deadline provers and the critical one too. The critical prover is not only ever a
     // WinningPoSt's (small): a client may mark any proof CRITICAL.
     let lane = config.pipeline.deadline_lane;
-    let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + 2 * usize::from(lane));
+    // One deadline prover per device: the lane alone proves WindowPoSt, and a deadline's
+    // partitions should not go through one device at a time on a host of several.
+    let deadline_provers = if lane { backend.devices().len().max(1) } else { 0 };
+    let lane_provers = deadline_provers + usize::from(lane);
+    let memory = MemoryBudget::new(limit, form, config.pce.enabled, prover_workers + lane_provers);
     // A GPU backend's retry on the CPU asks for its a, b, c here, now or not at all.
     backend.attach_host_memory(memory.clone());
     let started = Instant::now();
@@ -88,7 +92,10 @@ pub(super) fn start(
     if lane {
         let (s1, s2) = (shared.clone(), shared.clone());
         threads.push(spawn("cuzk-synth-deadline".into(), move || workers::synthesis_loop(&s1, Lane::Deadline)));
-        threads.push(spawn("cuzk-prove-deadline".into(), move || workers::prover_loop(&s2, Lane::Deadline)));
+        for i in 0..deadline_provers {
+            let s2 = s2.clone();
+            threads.push(spawn(format!("cuzk-prove-deadline-{i}"), move || workers::prover_loop(&s2, Lane::Deadline)));
+        }
         let (s3, s4) = (shared.clone(), shared.clone());
         threads.push(spawn("cuzk-synth-critical".into(), move || workers::synthesis_loop(&s3, Lane::Critical)));
         threads.push(spawn("cuzk-prove-critical".into(), move || workers::prover_loop(&s4, Lane::Critical)));

@@ -32,9 +32,10 @@ use crate::synthetic::{unverified_message, Verification};
 ///   default is one per core less two) would win the race for a WindowPoSt partition as
 ///   often as the lane's, and synthesize it on the global rayon pool, behind every PoRep
 ///   partition's tasks there: the very wait the lane's pool exists to remove;
-/// - the deadline lane's own synthesis and prover workers take all HIGH work (WindowPoSt),
-///   so it never waits for a worker busy with a PoRep partition, and its parallel work runs
-///   on the lane's private rayon pools, beside the PoRep stream's instead of behind it;
+/// - the deadline lane's own synthesis worker and prover workers (one per device) take all
+///   HIGH work (WindowPoSt), so it never waits for a worker busy with a PoRep partition, and
+///   its parallel work runs on the lane's private rayon pools, beside the PoRep stream's
+///   instead of behind it;
 /// - the critical lane's take all CRITICAL work (WinningPoSt), so it never waits for a worker
 ///   busy with a WindowPoSt partition (~10 s at 32 GiB), and its parallel work runs on the
 ///   lane's private rayon pools ([`LanePool`]), never queued behind theirs.
