@@ -90,10 +90,10 @@ pub(super) fn start(
         threads.push(spawn(format!("cuzk-synth-{i}"), move || workers::synthesis_loop(&s, general)));
     }
     if lane {
-        let (s1, s2) = (shared.clone(), shared.clone());
+        let s1 = shared.clone();
         threads.push(spawn("cuzk-synth-deadline".into(), move || workers::synthesis_loop(&s1, Lane::Deadline)));
         for i in 0..deadline_provers {
-            let s2 = s2.clone();
+            let s2 = shared.clone();
             threads.push(spawn(format!("cuzk-prove-deadline-{i}"), move || workers::prover_loop(&s2, Lane::Deadline)));
         }
         let (s3, s4) = (shared.clone(), shared.clone());
